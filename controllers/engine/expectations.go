@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// expectationTTL bounds how long a missed watch event can stall a job.
+const expectationTTL = 5 * time.Minute
+
+// expectations remembers the creations and deletions a reconcile made until
+// the informer cache shows them. Until then the cache is known to be stale
+// for that job, and acting on it would create a pod twice or count one
+// failure twice; the reconcile waits for the cache instead.
+type expectations struct {
+	mu    sync.Mutex
+	byJob map[string]*jobExpectations
+}
+
+type jobExpectations struct {
+	// creates holds the names of objects created but not yet in the cache.
+	creates map[string]time.Time
+	// deletes holds the UIDs of objects deleted but still in the cache
+	// without a deletion timestamp.
+	deletes map[types.UID]time.Time
+}
+
+func newExpectations() *expectations {
+	return &expectations{byJob: map[string]*jobExpectations{}}
+}
+
+func (e *expectations) forJob(job string) *jobExpectations {
+	je, ok := e.byJob[job]
+	if !ok {
+		je = &jobExpectations{creates: map[string]time.Time{}, deletes: map[types.UID]time.Time{}}
+		e.byJob[job] = je
+	}
+	return je
+}
+
+func (e *expectations) expectCreate(job string, key string, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.forJob(job).creates[key] = now
+}
+
+func (e *expectations) expectDelete(job string, uid types.UID, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.forJob(job).deletes[uid] = now
+}
+
+// observedObject is what the cache shows of one object.
+type observedObject struct {
+	key         string
+	uid         types.UID
+	terminating bool
+}
+
+// satisfied drops the expectations that the cached objects fulfil, or that
+// expired, and reports whether none remain.
+func (e *expectations) satisfied(job string, cached []observedObject, now time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	je, ok := e.byJob[job]
+	if !ok {
+		return true
+	}
+	present := make(map[string]bool, len(cached))
+	live := make(map[types.UID]bool, len(cached))
+	for _, o := range cached {
+		present[o.key] = true
+		if !o.terminating {
+			live[o.uid] = true
+		}
+	}
+	for key, at := range je.creates {
+		if present[key] || now.Sub(at) > expectationTTL {
+			delete(je.creates, key)
+		}
+	}
+	for uid, at := range je.deletes {
+		if !live[uid] || now.Sub(at) > expectationTTL {
+			delete(je.deletes, uid)
+		}
+	}
+	if len(je.creates) == 0 && len(je.deletes) == 0 {
+		delete(e.byJob, job)
+		return true
+	}
+	return false
+}
+
+// forget drops everything expected for a job that is gone.
+func (e *expectations) forget(job string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.byJob, job)
+}

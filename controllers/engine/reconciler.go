@@ -1,0 +1,224 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+)
+
+// Reconciler runs the jobs of one framework.
+type Reconciler struct {
+	client   client.Client
+	recorder events.EventRecorder
+	fw       Framework
+	expect   *expectations
+	clock    clock.PassiveClock
+}
+
+// NewReconciler returns the engine for one framework.
+func NewReconciler(c client.Client, recorder events.EventRecorder, fw Framework) *Reconciler {
+	return &Reconciler{client: c, recorder: recorder, fw: fw, expect: newExpectations(), clock: clock.RealClock{}}
+}
+
+// SetupWithManager registers the controller: it watches the jobs and every
+// object it creates for them.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(r.fw.ControllerName()).
+		For(r.fw.NewJob()).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.Service{})
+	if d, ok := r.fw.(DependentsReconciler); ok {
+		for _, t := range d.DependentTypes() {
+			b = b.Owns(t)
+		}
+	}
+	return b.Complete(r)
+}
+
+// scope is one reconcile pass over one job.
+type scope struct {
+	// original is the job as read; the status patch is computed against it.
+	original Job
+	// job is a defaulted working copy whose status the pass changes.
+	job      Job
+	key      string
+	now      metav1.Time
+	pods     []*corev1.Pod
+	services []*corev1.Service
+	// requeueAfter is the earliest time-based event: a deadline or a TTL.
+	requeueAfter time.Duration
+	// deleted is set once the pass deleted the job itself.
+	deleted bool
+}
+
+func (s *scope) status() *kubeflowv1.JobStatus { return s.job.GetJobStatus() }
+
+func (s *scope) requeueAt(d time.Duration) {
+	if d > 0 && (s.requeueAfter == 0 || d < s.requeueAfter) {
+		s.requeueAfter = d
+	}
+}
+
+// Reconcile fetches the job, runs one pass and writes the status once.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	job := r.fw.NewJob()
+	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expect.forget(req.String())
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !managedByTroupe(job) || job.GetDeletionTimestamp() != nil {
+		return ctrl.Result{}, nil
+	}
+	s := &scope{
+		original: job,
+		job:      job.DeepCopyObject().(Job),
+		key:      req.String(),
+		now:      metav1.NewTime(r.clock.Now()),
+	}
+	s.job.Default()
+
+	err := r.reconcile(ctx, s)
+	if patchErr := r.patchStatus(ctx, s); patchErr != nil && err == nil {
+		err = patchErr
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: s.requeueAfter}, nil
+}
+
+// managedByTroupe reports whether this operator owns the job: another
+// controller named in runPolicy.managedBy (Kueue's MultiKueue) runs it
+// elsewhere and only mirrors its status here.
+func managedByTroupe(job Job) bool {
+	m := job.GetRunPolicy().ManagedBy
+	return m == nil || *m == kubeflowv1.ManagedByTrainingOperator
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, s *scope) error {
+	kind := r.fw.GroupVersionKind().Kind
+	status := s.status()
+	if findCondition(status, ConditionCreated) == nil {
+		msg := fmt.Sprintf("%s %s is created.", kind, s.job.GetName())
+		setCondition(status, ConditionCreated, corev1.ConditionTrue, kind+"Created", msg, s.now)
+		r.event(s.job, corev1.EventTypeNormal, kind+"Created", msg)
+	}
+
+	if err := r.listOwned(ctx, s); err != nil {
+		return err
+	}
+	if !r.expect.satisfied(s.key, observed(s.pods, s.services), s.now.Time) {
+		// The cache has not caught up with our own writes; its watch event
+		// triggers the next pass.
+		log.FromContext(ctx).V(2).Info("waiting for the cache to observe earlier writes")
+		return nil
+	}
+
+	switch {
+	case IsFinished(status):
+		return r.reconcileFinished(ctx, s)
+	case isSuspended(s.job):
+		return r.reconcileSuspended(ctx, s)
+	}
+	if IsConditionTrue(status, ConditionSuspended) {
+		msg := fmt.Sprintf("%s %s is resumed.", kind, s.job.GetName())
+		setCondition(status, ConditionSuspended, corev1.ConditionFalse, ReasonResumed, msg, s.now)
+		r.event(s.job, corev1.EventTypeNormal, ReasonResumed, msg)
+		status.StartTime = nil
+	}
+	if status.StartTime == nil {
+		status.StartTime = s.now.DeepCopy()
+	}
+	if exceeded, remaining := pastActiveDeadline(s.job.GetRunPolicy(), status, s.now.Time); exceeded {
+		msg := fmt.Sprintf("%s %s has run longer than activeDeadlineSeconds (%ds).", kind, s.job.GetName(), *s.job.GetRunPolicy().ActiveDeadlineSeconds)
+		return r.failJob(ctx, s, ReasonDeadlineExceeded, msg, true)
+	} else {
+		s.requeueAt(remaining)
+	}
+
+	if d, ok := r.fw.(DependentsReconciler); ok {
+		if err := d.ReconcileDependents(ctx, r.client, s.job); err != nil {
+			return fmt.Errorf("reconcile dependents: %w", err)
+		}
+	}
+
+	pass, err := r.reconcileReplicas(ctx, s)
+	if err != nil {
+		return err
+	}
+	r.updateReplicaStatuses(s, pass.replicas)
+
+	switch {
+	case pass.backoffExceeded != "":
+		return r.failJob(ctx, s, ReasonBackoffLimitExceeded, pass.backoffExceeded, true)
+	case pass.permanentFailure != "":
+		return r.failJob(ctx, s, kind+"Failed", fmt.Sprintf("%s %s has failed: %s", kind, s.job.GetName(), pass.permanentFailure), false)
+	}
+	if exceeded, msg := pastBackoffLimit(s.job, s.pods); exceeded {
+		return r.failJob(ctx, s, ReasonBackoffLimitExceeded, msg, true)
+	}
+	if pass.restarting != "" {
+		setCondition(status, ConditionRestarting, corev1.ConditionTrue, kind+"Restarting", pass.restarting, s.now)
+		r.event(s.job, corev1.EventTypeWarning, kind+"Restarting", pass.restarting)
+		return nil
+	}
+	outcome := r.fw.Outcome(s.job, pass.replicas)
+	switch {
+	case outcome.Succeeded:
+		msg := fmt.Sprintf("%s %s successfully completed.", kind, s.job.GetName())
+		setCondition(status, ConditionSucceeded, corev1.ConditionTrue, kind+"Succeeded", msg, s.now)
+		status.CompletionTime = s.now.DeepCopy()
+		r.event(s.job, corev1.EventTypeNormal, kind+"Succeeded", msg)
+		return r.reconcileFinished(ctx, s)
+	case outcome.Running:
+		setCondition(status, ConditionRunning, corev1.ConditionTrue, kind+"Running", fmt.Sprintf("%s %s is running.", kind, s.job.GetName()), s.now)
+	}
+	return nil
+}
+
+// failJob marks the job Failed for good. A deadline or an exhausted budget
+// also stops the pods that still run, as batch/v1 Job does; other failures
+// leave pods to cleanPodPolicy.
+func (r *Reconciler) failJob(ctx context.Context, s *scope, reason, msg string, stopActive bool) error {
+	setCondition(s.status(), ConditionFailed, corev1.ConditionTrue, reason, msg, s.now)
+	s.status().CompletionTime = s.now.DeepCopy()
+	r.event(s.job, corev1.EventTypeWarning, reason, msg)
+	if stopActive {
+		if err := r.deletePods(ctx, s, isActive); err != nil {
+			return err
+		}
+	}
+	return r.reconcileFinished(ctx, s)
+}
+
+// patchStatus writes the status once, only when the pass changed it, and
+// with the resourceVersion the pass read: a pass that worked from a stale
+// job is retried rather than allowed to overwrite newer counts.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if s.deleted || apiequality.Semantic.DeepEqual(s.original.GetJobStatus(), s.job.GetJobStatus()) {
+		return nil
+	}
+	patched := s.original.DeepCopyObject().(Job)
+	*patched.GetJobStatus() = *s.job.GetJobStatus()
+	return r.client.Status().Patch(ctx, patched, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{}))
+}
+
+func (r *Reconciler) event(job Job, eventType, reason, note string) {
+	r.recorder.Eventf(job, nil, eventType, reason, reason, "%s", note)
+}

@@ -1,0 +1,304 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+)
+
+// replicaPass is what one pass over the replicas found.
+type replicaPass struct {
+	replicas Replicas
+	// restarting says why pods are being replaced, if any are.
+	restarting string
+	// permanentFailure says which failure ends the job, if one does.
+	permanentFailure string
+	// backoffExceeded says which replacement would exceed backoffLimit.
+	backoffExceeded string
+}
+
+// listOwned reads the job's pods and services from the cache: those that
+// carry the job's labels and whose controller is this job.
+func (r *Reconciler) listOwned(ctx context.Context, s *scope) error {
+	sel := client.MatchingLabels(jobLabels(r.fw, s.job))
+	ns := client.InNamespace(s.job.GetNamespace())
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, ns, sel); err != nil {
+		return fmt.Errorf("list pods: %w", err)
+	}
+	var svcs corev1.ServiceList
+	if err := r.client.List(ctx, &svcs, ns, sel); err != nil {
+		return fmt.Errorf("list services: %w", err)
+	}
+	s.pods, s.services = nil, nil
+	for i := range pods.Items {
+		if metav1.IsControlledBy(&pods.Items[i], s.job) {
+			s.pods = append(s.pods, &pods.Items[i])
+		}
+	}
+	for i := range svcs.Items {
+		if metav1.IsControlledBy(&svcs.Items[i], s.job) {
+			s.services = append(s.services, &svcs.Items[i])
+		}
+	}
+	return nil
+}
+
+func observed(pods []*corev1.Pod, svcs []*corev1.Service) []observedObject {
+	out := make([]observedObject, 0, len(pods)+len(svcs))
+	for _, p := range pods {
+		out = append(out, observedObject{key: "pod/" + p.Name, uid: p.UID, terminating: isTerminating(p)})
+	}
+	for _, s := range svcs {
+		out = append(out, observedObject{key: "service/" + s.Name, uid: s.UID, terminating: s.DeletionTimestamp != nil})
+	}
+	return out
+}
+
+// orderedReplicaTypes returns the job's replica types in the framework's
+// order, followed by any the framework does not list (sorted).
+func orderedReplicaTypes(fw Framework, job Job) []kubeflowv1.ReplicaType {
+	specs := job.ReplicaSpecs()
+	var out []kubeflowv1.ReplicaType
+	known := map[kubeflowv1.ReplicaType]bool{}
+	for _, t := range fw.ReplicaTypes() {
+		known[t] = true
+		if _, ok := specs[t]; ok {
+			out = append(out, t)
+		}
+	}
+	var rest []kubeflowv1.ReplicaType
+	for t := range specs {
+		if !known[t] {
+			rest = append(rest, t)
+		}
+	}
+	sort.Slice(rest, func(i, j int) bool { return rest[i] < rest[j] })
+	return append(out, rest...)
+}
+
+// reconcileReplicas creates missing pods and services, removes those beyond
+// the desired replicas, and applies the restart policy to failed pods.
+func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (replicaPass, error) {
+	pass := replicaPass{replicas: Replicas{}}
+	podsByName := map[string]*corev1.Pod{}
+	for _, p := range s.pods {
+		podsByName[p.Name] = p
+	}
+	svcsByName := map[string]*corev1.Service{}
+	for _, svc := range s.services {
+		svcsByName[svc.Name] = svc
+	}
+	wanted := map[string]bool{}
+
+	for _, rtype := range orderedReplicaTypes(r.fw, s.job) {
+		spec := s.job.ReplicaSpecs()[rtype]
+		replicas := int(*spec.Replicas)
+		state := ReplicaState{Replicas: int32(replicas), SucceededIndexes: map[int]bool{}}
+		port, wantService := r.fw.ServicePort(s.job, rtype)
+		for index := 0; index < replicas; index++ {
+			name := ReplicaName(s.job.GetName(), rtype, index)
+			wanted[name] = true
+			if wantService && svcsByName[name] == nil {
+				if err := r.createService(ctx, s, rtype, index, port); err != nil {
+					return pass, err
+				}
+			}
+			pod := podsByName[name]
+			if pod == nil {
+				if err := r.createPod(ctx, s, rtype, index); err != nil {
+					return pass, err
+				}
+				continue
+			}
+			if isTerminating(pod) {
+				continue
+			}
+			switch pod.Status.Phase {
+			case corev1.PodRunning:
+				state.Running++
+			case corev1.PodSucceeded:
+				state.Succeeded++
+				state.SucceededIndexes[index] = true
+			case corev1.PodFailed:
+				action, why := onPodFailed(spec.RestartPolicy, pod, r.fw.MainContainerName(s.job))
+				if action == failJob {
+					state.Failed++
+					if pass.permanentFailure == "" {
+						pass.permanentFailure = why
+					}
+					continue
+				}
+				if exceeded, msg := backoffLimitReachedBy(s.job, s.pods, 1); exceeded {
+					state.Failed++
+					pass.backoffExceeded = msg + "; last failure: " + why
+					continue
+				}
+				if err := r.deletePod(ctx, s, pod); err != nil {
+					return pass, err
+				}
+				s.job.GetJobStatus().RecreatedPods++
+				pass.restarting = why
+			}
+		}
+		pass.replicas[rtype] = state
+	}
+
+	// Pods and services beyond the desired replicas (a scale-down, or a
+	// replica type removed from the spec) go.
+	for _, p := range s.pods {
+		if !wanted[p.Name] && !isTerminating(p) {
+			if err := r.deletePod(ctx, s, p); err != nil {
+				return pass, err
+			}
+		}
+	}
+	for _, svc := range s.services {
+		if !wanted[svc.Name] && svc.DeletionTimestamp == nil {
+			if err := r.deleteService(ctx, s, svc); err != nil {
+				return pass, err
+			}
+		}
+	}
+	return pass, nil
+}
+
+func (r *Reconciler) createPod(ctx context.Context, s *scope, rtype kubeflowv1.ReplicaType, index int) error {
+	pod, err := newPod(r.fw, s.job, rtype, index)
+	if err != nil {
+		return err
+	}
+	r.expect.expectCreate(s.key, "pod/"+pod.Name, s.now.Time)
+	if err := r.client.Create(ctx, pod); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			// The cache is behind; the expectation holds the next pass
+			// until it catches up.
+			return nil
+		}
+		r.expect.forget(s.key)
+		r.event(s.job, corev1.EventTypeWarning, "FailedCreatePod", fmt.Sprintf("Error creating pod %s: %v", pod.Name, err))
+		return fmt.Errorf("create pod %s: %w", pod.Name, err)
+	}
+	r.event(s.job, corev1.EventTypeNormal, "SuccessfulCreatePod", "Created pod: "+pod.Name)
+	return nil
+}
+
+func (r *Reconciler) createService(ctx context.Context, s *scope, rtype kubeflowv1.ReplicaType, index int, port corev1.ServicePort) error {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            ReplicaName(s.job.GetName(), rtype, index),
+			Namespace:       s.job.GetNamespace(),
+			Labels:          replicaLabels(r.fw, s.job, rtype, index),
+			OwnerReferences: []metav1.OwnerReference{*controllerRef(r.fw, s.job)},
+		},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  replicaLabels(r.fw, s.job, rtype, index),
+			Ports:     []corev1.ServicePort{port},
+			// Members resolve each other while they start, before any
+			// readiness probe passes.
+			PublishNotReadyAddresses: true,
+		},
+	}
+	r.expect.expectCreate(s.key, "service/"+svc.Name, s.now.Time)
+	if err := r.client.Create(ctx, svc); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		r.expect.forget(s.key)
+		r.event(s.job, corev1.EventTypeWarning, "FailedCreateService", fmt.Sprintf("Error creating service %s: %v", svc.Name, err))
+		return fmt.Errorf("create service %s: %w", svc.Name, err)
+	}
+	r.event(s.job, corev1.EventTypeNormal, "SuccessfulCreateService", "Created service: "+svc.Name)
+	return nil
+}
+
+// deletePod deletes exactly the pod the pass saw (UID precondition), so a
+// replacement created meanwhile under the same name is never hit.
+func (r *Reconciler) deletePod(ctx context.Context, s *scope, pod *corev1.Pod) error {
+	r.expect.expectDelete(s.key, pod.UID, s.now.Time)
+	err := r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		r.expect.forget(s.key)
+		return fmt.Errorf("delete pod %s: %w", pod.Name, err)
+	}
+	r.event(s.job, corev1.EventTypeNormal, "SuccessfulDeletePod", "Deleted pod: "+pod.Name)
+	return nil
+}
+
+func (r *Reconciler) deleteService(ctx context.Context, s *scope, svc *corev1.Service) error {
+	r.expect.expectDelete(s.key, svc.UID, s.now.Time)
+	err := r.client.Delete(ctx, svc, client.Preconditions{UID: &svc.UID})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		r.expect.forget(s.key)
+		return fmt.Errorf("delete service %s: %w", svc.Name, err)
+	}
+	return nil
+}
+
+// deletePods deletes the job's pods that match, and their services.
+func (r *Reconciler) deletePods(ctx context.Context, s *scope, match func(*corev1.Pod) bool) error {
+	deleted := map[string]bool{}
+	for _, p := range s.pods {
+		if isTerminating(p) || !match(p) {
+			continue
+		}
+		if err := r.deletePod(ctx, s, p); err != nil {
+			return err
+		}
+		deleted[p.Name] = true
+	}
+	for _, svc := range s.services {
+		if deleted[svc.Name] && svc.DeletionTimestamp == nil {
+			if err := r.deleteService(ctx, s, svc); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deleteAll deletes every pod and service of the job.
+func (r *Reconciler) deleteAll(ctx context.Context, s *scope) error {
+	if err := r.deletePods(ctx, s, func(*corev1.Pod) bool { return true }); err != nil {
+		return err
+	}
+	for _, svc := range s.services {
+		if svc.DeletionTimestamp == nil {
+			if err := r.deleteService(ctx, s, svc); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func isActive(p *corev1.Pod) bool {
+	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// updateReplicaStatuses writes what the pass saw into status.replicaStatuses,
+// with the label selector that the scale subresource reads.
+func (r *Reconciler) updateReplicaStatuses(s *scope, replicas Replicas) {
+	status := s.status()
+	status.ReplicaStatuses = map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaStatus{}
+	for rtype, state := range replicas {
+		sel := jobLabels(r.fw, s.job)
+		sel[kubeflowv1.ReplicaTypeLabel] = ReplicaTypeLabelValue(rtype)
+		status.ReplicaStatuses[rtype] = &kubeflowv1.ReplicaStatus{
+			Active:        state.Running,
+			Succeeded:     state.Succeeded,
+			Failed:        state.Failed,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: sel},
+			Selector:      labels.SelectorFromSet(sel).String(),
+		}
+	}
+}

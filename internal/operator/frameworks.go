@@ -1,0 +1,49 @@
+package operator
+
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+
+	"github.com/troupe-ml/troupe/controllers/engine"
+	"github.com/troupe-ml/troupe/controllers/tfjob"
+)
+
+// frameworks maps an --enable-scheme value to its adapter. Registered here,
+// explicitly, rather than from init functions.
+var frameworks = map[string]func() engine.Framework{
+	"tfjob": func() engine.Framework { return tfjob.Framework{} },
+}
+
+// FrameworkNames lists the job kinds the operator can run, sorted.
+func FrameworkNames() []string {
+	names := make([]string, 0, len(frameworks))
+	for n := range frameworks {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// SetupControllers registers one controller per enabled job kind, and the
+// health checks, with the manager.
+func SetupControllers(mgr ctrl.Manager, opts *Options) error {
+	for _, name := range opts.Schemes() {
+		newFramework, ok := frameworks[name]
+		if !ok {
+			return fmt.Errorf("--enable-scheme: unknown job kind %q", name)
+		}
+		fw := newFramework()
+		var recorder events.EventRecorder = mgr.GetEventRecorder(fw.ControllerName())
+		if err := engine.NewReconciler(mgr.GetClient(), recorder, fw).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up %s: %w", fw.ControllerName(), err)
+		}
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("readyz", healthz.Ping)
+}

@@ -1,0 +1,120 @@
+// Package operator wires the job controllers into a controller-runtime
+// manager: the operator's flags, their validation, and the frameworks a
+// flag can enable.
+package operator
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// GangSchedulerNone turns gang scheduling off: pods are scheduled one by one
+// by the default scheduler.
+const GangSchedulerNone = "none"
+
+// KnownGangBackends are the named backends of --gang-scheduler-name. As
+// upstream, any other valid scheduler name selects a scheduler that is
+// compatible with scheduler-plugins' coscheduling.
+var KnownGangBackends = []string{GangSchedulerNone, "volcano", "scheduler-plugins", "troupe"}
+
+// Options are the operator's settings, one per flag.
+type Options struct {
+	EnabledSchemes          schemeList
+	Namespace               string
+	MetricsBindAddress      string
+	HealthProbeBindAddress  string
+	LeaderElect             bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	QPS                     float64
+	Burst                   int
+	GangSchedulerName       string
+}
+
+// NewOptions returns the defaults: every framework, all namespaces.
+func NewOptions() *Options {
+	return &Options{
+		EnabledSchemes:         schemeList{values: FrameworkNames()},
+		MetricsBindAddress:     ":8080",
+		HealthProbeBindAddress: ":8081",
+		LeaderElectionID:       "troupe-operator.troupe.dev",
+		QPS:                    50,
+		Burst:                  100,
+	}
+}
+
+// BindFlags registers the options on a flag set.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.Var(&o.EnabledSchemes, "enable-scheme", fmt.Sprintf("Job kinds to run, comma-separated or repeated; one of %s (default: all).", strings.Join(FrameworkNames(), ", ")))
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "Watch jobs only in this namespace (default: all namespaces).")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; 0 turns it off.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader, so that only one replica of the operator acts at a time.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease used for leader election.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader-election Lease (default: the operator's own).")
+	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the API server.")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the API server.")
+	fs.StringVar(&o.GangSchedulerName, "gang-scheduler-name", o.GangSchedulerName, fmt.Sprintf("Gang-scheduling backend: %s, or the name of a coscheduling-compatible scheduler; empty means none.", strings.Join(KnownGangBackends, ", ")))
+}
+
+// Schemes returns the job kinds to run.
+func (o *Options) Schemes() []string { return o.EnabledSchemes.values }
+
+// Validate reports every invalid option, naming the flag and what it allows.
+func (o *Options) Validate() error {
+	var errs []error
+	if len(o.EnabledSchemes.values) == 0 {
+		errs = append(errs, fmt.Errorf("--enable-scheme: at least one of %s is required", strings.Join(FrameworkNames(), ", ")))
+	}
+	for _, s := range o.EnabledSchemes.values {
+		if !slices.Contains(FrameworkNames(), s) {
+			errs = append(errs, fmt.Errorf("--enable-scheme: unknown job kind %q; allowed: %s", s, strings.Join(FrameworkNames(), ", ")))
+		}
+	}
+	if o.Namespace != "" {
+		if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--namespace: %q is not a valid namespace name: %s", o.Namespace, strings.Join(msgs, "; ")))
+		}
+	}
+	if o.QPS <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps: must be greater than 0, got %v", o.QPS))
+	}
+	if o.Burst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst: must be at least 1, got %d", o.Burst))
+	}
+	if o.LeaderElect && o.LeaderElectionID == "" {
+		errs = append(errs, errors.New("--leader-election-id: must not be empty when --leader-elect is set"))
+	}
+	if g := o.GangSchedulerName; g != "" && !slices.Contains(KnownGangBackends, g) {
+		if msgs := validation.IsDNS1123Subdomain(g); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--gang-scheduler-name: %q is neither one of %s nor a valid scheduler name: %s", g, strings.Join(KnownGangBackends, ", "), strings.Join(msgs, "; ")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// schemeList is a flag that takes comma-separated values and may repeat;
+// its first use on the command line replaces the default.
+type schemeList struct {
+	values   []string
+	explicit bool
+}
+
+func (s *schemeList) String() string { return strings.Join(s.values, ",") }
+
+func (s *schemeList) Set(v string) error {
+	if !s.explicit {
+		s.values, s.explicit = nil, true
+	}
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			s.values = append(s.values, part)
+		}
+	}
+	return nil
+}

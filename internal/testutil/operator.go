@@ -1,0 +1,92 @@
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/troupe-ml/troupe/internal/operator"
+)
+
+// Operator is a running operator manager, as cmd/operator wires it.
+type Operator struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// OperatorOption adjusts how a test operator is started.
+type OperatorOption func(*ctrl.Options)
+
+// WithClientWrapper wraps the manager's client, for tests that stop the
+// operator at a chosen write.
+func WithClientWrapper(wrap func(client.Client) client.Client) OperatorOption {
+	return func(o *ctrl.Options) {
+		o.NewClient = func(cfg *rest.Config, opts client.Options) (client.Client, error) {
+			c, err := client.New(cfg, opts)
+			if err != nil {
+				return nil, err
+			}
+			return wrap(c), nil
+		}
+	}
+}
+
+// StartOperator runs the controllers of the given job kinds against the
+// API server until Stop.
+func StartOperator(cfg *rest.Config, schemes []string, options ...OperatorOption) (*Operator, error) {
+	opts := operator.NewOptions()
+	for _, s := range schemes {
+		if err := opts.EnabledSchemes.Set(s); err != nil {
+			return nil, err
+		}
+	}
+	mgrOpts := ctrl.Options{
+		Scheme:                 scheme.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Several managers run one after another in one process.
+		Controller: config.Controller{SkipNameValidation: ptrTo(true)},
+	}
+	for _, o := range options {
+		o(&mgrOpts)
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return nil, err
+	}
+	if err := operator.SetupControllers(mgr, opts); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	op := &Operator{cancel: cancel, done: make(chan error, 1)}
+	go func() { op.done <- mgr.Start(ctx) }()
+	return op, nil
+}
+
+// Stop stops the manager and waits for it to return.
+func (o *Operator) Stop() error {
+	o.cancel()
+	select {
+	case err := <-o.done:
+		return err
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("operator did not stop within 30s")
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// CreateNamespace creates a namespace with a generated name.
+func CreateNamespace(ctx context.Context, c client.Client, prefix string) (*corev1.Namespace, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	return ns, c.Create(ctx, ns)
+}

@@ -1,0 +1,87 @@
+package testutil
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// envtest runs no kubelet: these helpers play its part. Each reads the pod
+// afresh, changes its status and writes it through the status subresource,
+// retrying on conflicts with the operator's own writes. The pod passed in
+// is updated to what was written.
+
+func updatePodStatus(ctx context.Context, c client.Client, pod *corev1.Pod, mutate func(*corev1.Pod)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		mutate(pod)
+		return c.Status().Update(ctx, pod)
+	})
+}
+
+func containerStatuses(pod *corev1.Pod, state func() corev1.ContainerState) []corev1.ContainerStatus {
+	var out []corev1.ContainerStatus
+	for _, ctr := range pod.Spec.Containers {
+		out = append(out, corev1.ContainerStatus{Name: ctr.Name, Image: ctr.Image, State: state()})
+	}
+	return out
+}
+
+// SetPodPhase moves a pod to Running, Pending or Succeeded, with container
+// statuses to match.
+func SetPodPhase(ctx context.Context, c client.Client, pod *corev1.Pod, phase corev1.PodPhase) error {
+	return updatePodStatus(ctx, c, pod, func(p *corev1.Pod) {
+		p.Status.Phase = phase
+		p.Status.ContainerStatuses = containerStatuses(p, func() corev1.ContainerState {
+			switch phase {
+			case corev1.PodRunning:
+				return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Now())}}
+			case corev1.PodSucceeded:
+				return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}
+			default:
+				return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+			}
+		})
+	})
+}
+
+// FailPod moves a pod to Failed with every container exited with code.
+func FailPod(ctx context.Context, c client.Client, pod *corev1.Pod, code int32) error {
+	return updatePodStatus(ctx, c, pod, func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodFailed
+		p.Status.ContainerStatuses = containerStatuses(p, func() corev1.ContainerState {
+			return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: "Error"}}
+		})
+	})
+}
+
+// EvictPod moves a pod to Failed as the kubelet does on eviction: reason
+// Evicted and no container exit code.
+func EvictPod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
+	return updatePodStatus(ctx, c, pod, func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodFailed
+		p.Status.Reason = "Evicted"
+		p.Status.Message = "The node was low on resource: memory."
+		p.Status.ContainerStatuses = nil
+	})
+}
+
+// RestartContainers records n in-place restarts of a running pod's
+// containers, as the kubelet does under restartPolicy OnFailure or Always.
+func RestartContainers(ctx context.Context, c client.Client, pod *corev1.Pod, n int32) error {
+	return updatePodStatus(ctx, c, pod, func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodRunning
+		p.Status.ContainerStatuses = containerStatuses(p, func() corev1.ContainerState {
+			return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Now())}}
+		})
+		for i := range p.Status.ContainerStatuses {
+			p.Status.ContainerStatuses[i].RestartCount = n
+		}
+	})
+}
