@@ -21,7 +21,7 @@ all: build
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRDs from the API markers.
 	$(CONTROLLER_GEN) object paths=./apis/...
-	$(CONTROLLER_GEN) crd:crdVersions=v1,maxDescLen=0 paths=./apis/... output:crd:dir=config/crd/bases
+	$(CONTROLLER_GEN) crd:crdVersions=v1,maxDescLen=0,generateEmbeddedObjectMeta=true paths=./apis/... output:crd:dir=config/crd/bases
 	go run ./hack/crdtrim config/crd/bases/*.yaml
 
 .PHONY: manifests

@@ -92,3 +92,13 @@ func (r Replicas) AllSucceeded(rtype kubeflowv1.ReplicaType) bool {
 	s, ok := r[rtype]
 	return ok && s.Succeeded >= s.Replicas
 }
+
+// allUp reports whether every desired pod is running or has succeeded.
+func (r Replicas) allUp() bool {
+	for _, s := range r {
+		if s.Running+s.Succeeded < s.Replicas {
+			return false
+		}
+	}
+	return true
+}

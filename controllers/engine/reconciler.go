@@ -62,6 +62,8 @@ type scope struct {
 	requeueAfter time.Duration
 	// deleted is set once the pass deleted the job itself.
 	deleted bool
+	// recreate holds failed pods to replace once the status is written.
+	recreate []*corev1.Pod
 }
 
 func (s *scope) status() *kubeflowv1.JobStatus { return s.job.GetJobStatus() }
@@ -99,6 +101,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	// Failed pods are replaced only once their restart is counted in the
+	// status: a pass that worked from a stale job fails its status write
+	// (optimistic lock) and deletes nothing, so no restart goes uncounted;
+	// the deletion expectations then keep later passes from counting the
+	// same pod again.
+	for _, pod := range s.recreate {
+		if err := r.deletePod(ctx, s, pod); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	return ctrl.Result{RequeueAfter: s.requeueAfter}, nil
 }
@@ -147,7 +159,8 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) error {
 	}
 	if exceeded, remaining := pastActiveDeadline(s.job.GetRunPolicy(), status, s.now.Time); exceeded {
 		msg := fmt.Sprintf("%s %s has run longer than activeDeadlineSeconds (%ds).", kind, s.job.GetName(), *s.job.GetRunPolicy().ActiveDeadlineSeconds)
-		return r.failJob(ctx, s, ReasonDeadlineExceeded, msg, true)
+		r.failJob(s, ReasonDeadlineExceeded, msg)
+		return nil
 	} else {
 		s.requeueAt(remaining)
 	}
@@ -164,18 +177,27 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) error {
 	}
 	r.updateReplicaStatuses(s, pass.replicas)
 
+	if exceeded, msg := pastBackoffLimit(s.job, s.pods); exceeded && pass.backoffExceeded == "" {
+		pass.backoffExceeded = msg
+	}
 	switch {
 	case pass.backoffExceeded != "":
-		return r.failJob(ctx, s, ReasonBackoffLimitExceeded, pass.backoffExceeded, true)
+		s.recreate = nil
+		r.failJob(s, ReasonBackoffLimitExceeded, pass.backoffExceeded)
+		return nil
 	case pass.permanentFailure != "":
-		return r.failJob(ctx, s, kind+"Failed", fmt.Sprintf("%s %s has failed: %s", kind, s.job.GetName(), pass.permanentFailure), false)
-	}
-	if exceeded, msg := pastBackoffLimit(s.job, s.pods); exceeded {
-		return r.failJob(ctx, s, ReasonBackoffLimitExceeded, msg, true)
+		s.recreate = nil
+		r.failJob(s, kind+"Failed", fmt.Sprintf("%s %s has failed: %s", kind, s.job.GetName(), pass.permanentFailure))
+		return nil
 	}
 	if pass.restarting != "" {
 		setCondition(status, ConditionRestarting, corev1.ConditionTrue, kind+"Restarting", pass.restarting, s.now)
 		r.event(s.job, corev1.EventTypeWarning, kind+"Restarting", pass.restarting)
+		return nil
+	}
+	if IsConditionTrue(status, ConditionRestarting) && !pass.replicas.allUp() {
+		// A restarting job stays Restarting until its replaced members
+		// run again, rather than looking Running with members missing.
 		return nil
 	}
 	outcome := r.fw.Outcome(s.job, pass.replicas)
@@ -185,26 +207,24 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) error {
 		setCondition(status, ConditionSucceeded, corev1.ConditionTrue, kind+"Succeeded", msg, s.now)
 		status.CompletionTime = s.now.DeepCopy()
 		r.event(s.job, corev1.EventTypeNormal, kind+"Succeeded", msg)
-		return r.reconcileFinished(ctx, s)
+		s.requeueAt(time.Nanosecond)
+		return nil
 	case outcome.Running:
 		setCondition(status, ConditionRunning, corev1.ConditionTrue, kind+"Running", fmt.Sprintf("%s %s is running.", kind, s.job.GetName()), s.now)
 	}
 	return nil
 }
 
-// failJob marks the job Failed for good. A deadline or an exhausted budget
-// also stops the pods that still run, as batch/v1 Job does; other failures
-// leave pods to cleanPodPolicy.
-func (r *Reconciler) failJob(ctx context.Context, s *scope, reason, msg string, stopActive bool) error {
+// failJob marks the job Failed for good. Like success, the verdict is only
+// written by this pass; the clean-up that follows from it happens in the
+// next pass, once the verdict is stored. A pass whose status write fails
+// (a stale job) must not have deleted pods that the next pass would then
+// create again.
+func (r *Reconciler) failJob(s *scope, reason, msg string) {
 	setCondition(s.status(), ConditionFailed, corev1.ConditionTrue, reason, msg, s.now)
 	s.status().CompletionTime = s.now.DeepCopy()
 	r.event(s.job, corev1.EventTypeWarning, reason, msg)
-	if stopActive {
-		if err := r.deletePods(ctx, s, isActive); err != nil {
-			return err
-		}
-	}
-	return r.reconcileFinished(ctx, s)
+	s.requeueAt(time.Nanosecond)
 }
 
 // patchStatus writes the status once, only when the pass changed it, and

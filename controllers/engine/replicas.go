@@ -142,9 +142,9 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (replicaPa
 					pass.backoffExceeded = msg + "; last failure: " + why
 					continue
 				}
-				if err := r.deletePod(ctx, s, pod); err != nil {
-					return pass, err
-				}
+				// Counted now, deleted only after the count is written:
+				// see Reconcile.
+				s.recreate = append(s.recreate, pod)
 				s.job.GetJobStatus().RecreatedPods++
 				pass.restarting = why
 			}

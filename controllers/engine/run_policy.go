@@ -92,9 +92,18 @@ func (r *Reconciler) reconcileSuspended(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// reconcileFinished applies cleanPodPolicy to a finished job and deletes the
-// job once ttlSecondsAfterFinished has passed.
+// reconcileFinished cleans up after a job whose verdict is stored: it stops
+// what must stop, applies cleanPodPolicy, and deletes the job once
+// ttlSecondsAfterFinished has passed.
 func (r *Reconciler) reconcileFinished(ctx context.Context, s *scope) error {
+	// A deadline or an exhausted budget stops the pods that still run, as
+	// batch/v1 Job does, whatever cleanPodPolicy keeps.
+	if c := findCondition(s.status(), ConditionFailed); c != nil && c.Status == corev1.ConditionTrue &&
+		(c.Reason == ReasonDeadlineExceeded || c.Reason == ReasonBackoffLimitExceeded) {
+		if err := r.deletePods(ctx, s, isActive); err != nil {
+			return err
+		}
+	}
 	policy := kubeflowv1.CleanPodPolicy("None")
 	if p := s.job.GetRunPolicy().CleanPodPolicy; p != nil {
 		policy = *p

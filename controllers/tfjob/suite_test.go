@@ -3,6 +3,7 @@ package tfjob_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -19,6 +20,9 @@ var (
 
 func TestTFJob(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// The API server and the operator share two cores with other suites.
+	SetDefaultEventuallyTimeout(20 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	RunSpecs(t, "TFJob controller suite")
 }
 

@@ -1,9 +1,13 @@
-// Command crdtrim keeps only the storage version of each generated CRD.
+// Command crdtrim keeps only Troupe's own version of each generated CRD.
 //
-// controller-gen also emits a CRD version for the upstream training-operator
-// root types whose files Troupe's API package loads (same group, version and
-// kind). Troupe serves exactly one schema per kind, its own, so every
-// version that is not marked as the storage version is dropped.
+// Troupe's API package uses types from training-operator's package, which
+// declares root types of the same group, version and kind. controller-gen
+// then emits a second "v1" version from upstream's types, and because both
+// versions share a name it marks either of them as the storage version,
+// depending on map order. Troupe's schema is recognised by what only it
+// has: the status field recreatedPods. Its schema is kept; the printer
+// columns and subresources, which controller-gen attaches by version name to
+// the entry it marks as storage, are taken from that entry and deduplicated.
 package main
 
 import (
@@ -13,6 +17,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
+
+// troupeStatusField exists only in Troupe's JobStatus.
+const troupeStatusField = "recreatedPods"
 
 func main() {
 	if len(os.Args) < 2 {
@@ -36,22 +43,51 @@ func trim(path string) error {
 	if err := yaml.UnmarshalStrict(raw, &crd); err != nil {
 		return err
 	}
-	kept := crd.Spec.Versions[:0]
+	var troupes, storage []apiextensionsv1.CustomResourceDefinitionVersion
 	for _, v := range crd.Spec.Versions {
+		if isTroupes(v) {
+			troupes = append(troupes, v)
+		}
 		if v.Storage {
-			kept = append(kept, v)
+			storage = append(storage, v)
 		}
 	}
-	if len(kept) != 1 {
-		return fmt.Errorf("want exactly one storage version, found %d", len(kept))
+	if len(troupes) != 1 || len(storage) != 1 {
+		return fmt.Errorf("want exactly one version with status.%s (Troupe's schema) and one storage version, found %d and %d",
+			troupeStatusField, len(troupes), len(storage))
 	}
-	if len(kept) == len(crd.Spec.Versions) {
-		return nil
-	}
-	crd.Spec.Versions = kept
+	v := storage[0]
+	v.Schema = troupes[0].Schema
+	v.Served = true
+	v.AdditionalPrinterColumns = uniqueColumns(v.AdditionalPrinterColumns)
+	crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{v}
 	out, err := yaml.Marshal(&crd)
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, out, 0o644)
+}
+
+func isTroupes(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
+	if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+		return false
+	}
+	status, ok := v.Schema.OpenAPIV3Schema.Properties["status"]
+	if !ok {
+		return false
+	}
+	_, ok = status.Properties[troupeStatusField]
+	return ok
+}
+
+func uniqueColumns(cols []apiextensionsv1.CustomResourceColumnDefinition) []apiextensionsv1.CustomResourceColumnDefinition {
+	seen := map[string]bool{}
+	var out []apiextensionsv1.CustomResourceColumnDefinition
+	for _, c := range cols {
+		if !seen[c.Name] {
+			seen[c.Name] = true
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -9,13 +9,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"github.com/troupe-ml/troupe/controllers/engine"
+	"github.com/troupe-ml/troupe/controllers/mpi"
+	"github.com/troupe-ml/troupe/controllers/pytorch"
 	"github.com/troupe-ml/troupe/controllers/tfjob"
 )
 
 // frameworks maps an --enable-scheme value to its adapter. Registered here,
 // explicitly, rather than from init functions.
 var frameworks = map[string]func() engine.Framework{
-	"tfjob": func() engine.Framework { return tfjob.Framework{} },
+	"mpijob":     func() engine.Framework { return mpi.Framework{} },
+	"pytorchjob": func() engine.Framework { return pytorch.Framework{} },
+	"tfjob":      func() engine.Framework { return tfjob.Framework{} },
 }
 
 // FrameworkNames lists the job kinds the operator can run, sorted.

@@ -28,10 +28,10 @@ type OperatorOption func(*ctrl.Options)
 
 // WithClientWrapper wraps the manager's client, for tests that stop the
 // operator at a chosen write.
-func WithClientWrapper(wrap func(client.Client) client.Client) OperatorOption {
+func WithClientWrapper(wrap func(client.WithWatch) client.Client) OperatorOption {
 	return func(o *ctrl.Options) {
 		o.NewClient = func(cfg *rest.Config, opts client.Options) (client.Client, error) {
-			c, err := client.New(cfg, opts)
+			c, err := client.NewWithWatch(cfg, opts)
 			if err != nil {
 				return nil, err
 			}

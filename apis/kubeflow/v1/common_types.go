@@ -35,13 +35,13 @@ const (
 // RunPolicy is upstream's RunPolicy. It is a Troupe type so that Troupe's
 // optional gang fields can sit beside the upstream ones in spec.runPolicy.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.cleanPodPolicy) || self.cleanPodPolicy in ['All', 'Running', 'None']",message="runPolicy.cleanPodPolicy: must be one of All, Running, None"
-// +kubebuilder:validation:XValidation:rule="!has(self.backoffLimit) || self.backoffLimit >= 0",message="runPolicy.backoffLimit: must be greater than or equal to 0"
-// +kubebuilder:validation:XValidation:rule="!has(self.activeDeadlineSeconds) || self.activeDeadlineSeconds > 0",message="runPolicy.activeDeadlineSeconds: must be greater than 0"
-// +kubebuilder:validation:XValidation:rule="!has(self.ttlSecondsAfterFinished) || self.ttlSecondsAfterFinished >= 0",message="runPolicy.ttlSecondsAfterFinished: must be greater than or equal to 0"
-// +kubebuilder:validation:XValidation:rule="!has(self.schedulingPolicy) || !has(self.schedulingPolicy.minAvailable) || self.schedulingPolicy.minAvailable >= 1",message="runPolicy.schedulingPolicy.minAvailable: must be at least 1"
-// +kubebuilder:validation:XValidation:rule="!has(self.managedBy) || self.managedBy in ['kubeflow.org/training-operator', 'kueue.x-k8s.io/multikueue']",message="runPolicy.managedBy: must be one of kubeflow.org/training-operator, kueue.x-k8s.io/multikueue"
-// +kubebuilder:validation:XValidation:rule="!has(self.schedulingPolicy) || !has(self.schedulingPolicy.scheduleTimeoutSeconds) || self.schedulingPolicy.scheduleTimeoutSeconds >= 0",message="runPolicy.schedulingPolicy.scheduleTimeoutSeconds: must be greater than or equal to 0"
+// +kubebuilder:validation:XValidation:rule="!has(self.cleanPodPolicy) || self.cleanPodPolicy in ['All', 'Running', 'None']",message="runPolicy.cleanPodPolicy: must be one of All, Running, None",fieldPath=".cleanPodPolicy"
+// +kubebuilder:validation:XValidation:rule="!has(self.backoffLimit) || self.backoffLimit >= 0",message="runPolicy.backoffLimit: must be greater than or equal to 0",fieldPath=".backoffLimit"
+// +kubebuilder:validation:XValidation:rule="!has(self.activeDeadlineSeconds) || self.activeDeadlineSeconds > 0",message="runPolicy.activeDeadlineSeconds: must be greater than 0",fieldPath=".activeDeadlineSeconds"
+// +kubebuilder:validation:XValidation:rule="!has(self.ttlSecondsAfterFinished) || self.ttlSecondsAfterFinished >= 0",message="runPolicy.ttlSecondsAfterFinished: must be greater than or equal to 0",fieldPath=".ttlSecondsAfterFinished"
+// +kubebuilder:validation:XValidation:rule="!has(self.schedulingPolicy) || !has(self.schedulingPolicy.minAvailable) || self.schedulingPolicy.minAvailable >= 1",message="runPolicy.schedulingPolicy.minAvailable: must be at least 1",fieldPath=".schedulingPolicy.minAvailable"
+// +kubebuilder:validation:XValidation:rule="!has(self.managedBy) || self.managedBy in ['kubeflow.org/training-operator', 'kueue.x-k8s.io/multikueue']",message="runPolicy.managedBy: must be one of kubeflow.org/training-operator, kueue.x-k8s.io/multikueue",fieldPath=".managedBy"
+// +kubebuilder:validation:XValidation:rule="!has(self.schedulingPolicy) || !has(self.schedulingPolicy.scheduleTimeoutSeconds) || self.schedulingPolicy.scheduleTimeoutSeconds >= 0",message="runPolicy.schedulingPolicy.scheduleTimeoutSeconds: must be greater than or equal to 0",fieldPath=".schedulingPolicy.scheduleTimeoutSeconds"
 type RunPolicy struct {
 	kfv1.RunPolicy `json:",inline"`
 }

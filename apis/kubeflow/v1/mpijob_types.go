@@ -34,7 +34,7 @@ type MPIJob struct {
 
 // MPIJobSpec is upstream's MPIJobSpec.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.runPolicy) || !has(self.runPolicy.schedulingPolicy) || !has(self.runPolicy.schedulingPolicy.minAvailable) || self.runPolicy.schedulingPolicy.minAvailable <= self.mpiReplicaSpecs.map(k, has(self.mpiReplicaSpecs[k].replicas) ? self.mpiReplicaSpecs[k].replicas : (k.lowerAscii() == 'launcher' ? 1 : 0)).sum()",message="runPolicy.schedulingPolicy.minAvailable: must not be larger than the total number of replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.runPolicy) || !has(self.runPolicy.schedulingPolicy) || !has(self.runPolicy.schedulingPolicy.minAvailable) || self.runPolicy.schedulingPolicy.minAvailable <= self.mpiReplicaSpecs.map(k, has(self.mpiReplicaSpecs[k].replicas) ? self.mpiReplicaSpecs[k].replicas : (k.lowerAscii() == 'launcher' ? 1 : 0)).sum()",message="runPolicy.schedulingPolicy.minAvailable: must not be larger than the total number of replicas",fieldPath=".runPolicy.schedulingPolicy.minAvailable"
 type MPIJobSpec struct {
 	// SlotsPerWorker is the number of MPI slots each worker offers in the
 	// hostfile. Defaults to 1.
@@ -51,8 +51,8 @@ type MPIJobSpec struct {
 	// MPIReplicaSpecs maps a replica type (Launcher, Worker) to its pods.
 	//
 	// +kubebuilder:validation:MinProperties=1
-	// +kubebuilder:validation:MaxProperties=2
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.lowerAscii() in ['launcher', 'worker'])",message="mpiReplicaSpecs: unsupported replica type; supported: Launcher, Worker"
+	// +kubebuilder:validation:MaxProperties=5
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.lowerAscii() in ['launcher', 'worker'])",messageExpression="'mpiReplicaSpecs[' + self.filter(k, !(k.lowerAscii() in ['launcher', 'worker']))[0] + ']: unsupported replica type; supported: Launcher, Worker'"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self.filter(j, j.lowerAscii() == k.lowerAscii()).size() == 1)",message="mpiReplicaSpecs: a replica type appears twice with different letter case"
 	// +kubebuilder:validation:XValidation:rule="self.exists(k, k.lowerAscii() == 'launcher')",message="mpiReplicaSpecs[Launcher]: required"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.lowerAscii() != 'launcher' || !has(self[k].replicas) || self[k].replicas == 1)",message="mpiReplicaSpecs[Launcher].replicas: must be 1 (exactly one launcher)"

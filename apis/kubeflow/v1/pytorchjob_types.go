@@ -36,9 +36,9 @@ type PyTorchJob struct {
 
 // PyTorchJobSpec is upstream's PyTorchJobSpec.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.runPolicy) || !has(self.runPolicy.schedulingPolicy) || !has(self.runPolicy.schedulingPolicy.minAvailable) || self.runPolicy.schedulingPolicy.minAvailable <= self.pytorchReplicaSpecs.map(k, has(self.pytorchReplicaSpecs[k].replicas) ? self.pytorchReplicaSpecs[k].replicas : 1).sum()",message="runPolicy.schedulingPolicy.minAvailable: must not be larger than the total number of replicas"
-// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || self.pytorchReplicaSpecs.exists(k, k.lowerAscii() == 'worker')",message="pytorchReplicaSpecs[Worker]: required when elasticPolicy is set"
-// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.nProcPerNode) || !has(self.nprocPerNode)",message="elasticPolicy.nProcPerNode: must not be set together with nprocPerNode (elasticPolicy.nProcPerNode is deprecated)"
+// +kubebuilder:validation:XValidation:rule="!has(self.runPolicy) || !has(self.runPolicy.schedulingPolicy) || !has(self.runPolicy.schedulingPolicy.minAvailable) || self.runPolicy.schedulingPolicy.minAvailable <= self.pytorchReplicaSpecs.map(k, has(self.pytorchReplicaSpecs[k].replicas) ? self.pytorchReplicaSpecs[k].replicas : 1).sum()",message="runPolicy.schedulingPolicy.minAvailable: must not be larger than the total number of replicas",fieldPath=".runPolicy.schedulingPolicy.minAvailable"
+// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || self.pytorchReplicaSpecs.exists(k, k.lowerAscii() == 'worker')",message="pytorchReplicaSpecs[Worker]: required when elasticPolicy is set",fieldPath=".pytorchReplicaSpecs"
+// +kubebuilder:validation:XValidation:rule="!has(self.elasticPolicy) || !has(self.elasticPolicy.nProcPerNode) || !has(self.nprocPerNode)",message="elasticPolicy.nProcPerNode: must not be set together with nprocPerNode (elasticPolicy.nProcPerNode is deprecated)",fieldPath=".elasticPolicy.nProcPerNode"
 type PyTorchJobSpec struct {
 	// RunPolicy holds the policies that apply to the whole job.
 	// +optional
@@ -47,17 +47,17 @@ type PyTorchJobSpec struct {
 	// ElasticPolicy makes the job elastic: torchrun rendezvous between
 	// minReplicas and maxReplicas workers.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas >= 1",message="elasticPolicy.minReplicas: must be at least 1"
-	// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="elasticPolicy.maxReplicas: must not be smaller than elasticPolicy.minReplicas"
-	// +kubebuilder:validation:XValidation:rule="!has(self.rdzvBackend) || self.rdzvBackend in ['c10d', 'etcd', 'etcd-v2']",message="elasticPolicy.rdzvBackend: must be one of c10d, etcd, etcd-v2"
-	// +kubebuilder:validation:XValidation:rule="!has(self.rdzvPort) || (self.rdzvPort >= 1 && self.rdzvPort <= 65535)",message="elasticPolicy.rdzvPort: must be between 1 and 65535"
+	// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || self.minReplicas >= 1",message="elasticPolicy.minReplicas: must be at least 1",fieldPath=".minReplicas"
+	// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="elasticPolicy.maxReplicas: must not be smaller than elasticPolicy.minReplicas",fieldPath=".maxReplicas"
+	// +kubebuilder:validation:XValidation:rule="!has(self.rdzvBackend) || self.rdzvBackend in ['c10d', 'etcd', 'etcd-v2']",message="elasticPolicy.rdzvBackend: must be one of c10d, etcd, etcd-v2",fieldPath=".rdzvBackend"
+	// +kubebuilder:validation:XValidation:rule="!has(self.rdzvPort) || (self.rdzvPort >= 1 && self.rdzvPort <= 65535)",message="elasticPolicy.rdzvPort: must be between 1 and 65535",fieldPath=".rdzvPort"
 	ElasticPolicy *kfv1.ElasticPolicy `json:"elasticPolicy,omitempty"`
 
 	// PyTorchReplicaSpecs maps a replica type (Master, Worker) to its pods.
 	//
 	// +kubebuilder:validation:MinProperties=1
-	// +kubebuilder:validation:MaxProperties=2
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.lowerAscii() in ['master', 'worker'])",message="pytorchReplicaSpecs: unsupported replica type; supported: Master, Worker"
+	// +kubebuilder:validation:MaxProperties=5
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.lowerAscii() in ['master', 'worker'])",messageExpression="'pytorchReplicaSpecs[' + self.filter(k, !(k.lowerAscii() in ['master', 'worker']))[0] + ']: unsupported replica type; supported: Master, Worker'"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self.filter(j, j.lowerAscii() == k.lowerAscii()).size() == 1)",message="pytorchReplicaSpecs: a replica type appears twice with different letter case"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.lowerAscii() != 'master' || !has(self[k].replicas) || self[k].replicas == 1)",message="pytorchReplicaSpecs[Master].replicas: must be 1"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !has(self[k].replicas) || self[k].replicas >= 0)",messageExpression="'pytorchReplicaSpecs[' + self.filter(k, has(self[k].replicas) && self[k].replicas < 0)[0] + '].replicas: must be greater than or equal to 0'"

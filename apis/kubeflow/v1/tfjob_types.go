@@ -38,7 +38,7 @@ type TFJob struct {
 
 // TFJobSpec is upstream's TFJobSpec.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.runPolicy) || !has(self.runPolicy.schedulingPolicy) || !has(self.runPolicy.schedulingPolicy.minAvailable) || self.runPolicy.schedulingPolicy.minAvailable <= self.tfReplicaSpecs.map(k, has(self.tfReplicaSpecs[k].replicas) ? self.tfReplicaSpecs[k].replicas : 1).sum()",message="runPolicy.schedulingPolicy.minAvailable: must not be larger than the total number of replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.runPolicy) || !has(self.runPolicy.schedulingPolicy) || !has(self.runPolicy.schedulingPolicy.minAvailable) || self.runPolicy.schedulingPolicy.minAvailable <= self.tfReplicaSpecs.map(k, has(self.tfReplicaSpecs[k].replicas) ? self.tfReplicaSpecs[k].replicas : 1).sum()",message="runPolicy.schedulingPolicy.minAvailable: must not be larger than the total number of replicas",fieldPath=".runPolicy.schedulingPolicy.minAvailable"
 type TFJobSpec struct {
 	// RunPolicy holds the policies that apply to the whole job.
 	// +optional
@@ -56,8 +56,9 @@ type TFJobSpec struct {
 	//
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=5
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.lowerAscii() in ['chief', 'master', 'ps', 'worker', 'evaluator'])",message="tfReplicaSpecs: unsupported replica type; supported: Chief, Master, PS, Worker, Evaluator"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.lowerAscii() in ['chief', 'master', 'ps', 'worker', 'evaluator'])",messageExpression="'tfReplicaSpecs[' + self.filter(k, !(k.lowerAscii() in ['chief', 'master', 'ps', 'worker', 'evaluator']))[0] + ']: unsupported replica type; supported: Chief, Master, PS, Worker, Evaluator'"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self.filter(j, j.lowerAscii() == k.lowerAscii()).size() == 1)",message="tfReplicaSpecs: a replica type appears twice with different letter case"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.lowerAscii() in ['chief', 'master']) || !has(self[k].replicas) || self[k].replicas <= 1)",messageExpression="'tfReplicaSpecs[' + self.filter(k, k.lowerAscii() in ['chief', 'master'] && has(self[k].replicas) && self[k].replicas > 1)[0] + '].replicas: must not be greater than 1'"
 	// +kubebuilder:validation:XValidation:rule="self.filter(k, k.lowerAscii() in ['chief', 'master']).map(k, has(self[k].replicas) ? self[k].replicas : 1).sum() <= 1",message="tfReplicaSpecs: at most one Chief or Master replica is allowed"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !has(self[k].replicas) || self[k].replicas >= 0)",messageExpression="'tfReplicaSpecs[' + self.filter(k, has(self[k].replicas) && self[k].replicas < 0)[0] + '].replicas: must be greater than or equal to 0'"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !has(self[k].restartPolicy) || self[k].restartPolicy in ['Always', 'OnFailure', 'Never', 'ExitCode'])",messageExpression="'tfReplicaSpecs[' + self.filter(k, has(self[k].restartPolicy) && !(self[k].restartPolicy in ['Always', 'OnFailure', 'Never', 'ExitCode']))[0] + '].restartPolicy: must be one of Always, OnFailure, Never, ExitCode'"
