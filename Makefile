@@ -22,7 +22,7 @@ all: build
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRDs from the API markers.
 	$(CONTROLLER_GEN) object paths=./apis/...
 	$(CONTROLLER_GEN) crd:crdVersions=v1,maxDescLen=0,generateEmbeddedObjectMeta=true paths=./apis/... output:crd:dir=config/crd/bases
-	go run ./hack/crdtrim config/crd/bases/*.yaml
+	go run ./hack/crdtrim config/crd/bases/kubeflow.org_*.yaml
 
 .PHONY: manifests
 manifests: generate ## Alias of generate.
