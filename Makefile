@@ -10,6 +10,8 @@ export TROUPE_CACHE := $(CACHE)
 
 CONTROLLER_TOOLS_VERSION ?= v0.21.0
 CONTROLLER_GEN ?= $(CACHE)/tools/controller-gen-$(CONTROLLER_TOOLS_VERSION)/controller-gen
+GOLANGCI_LINT_VERSION ?= v2.15.0
+GOLANGCI_LINT ?= $(CACHE)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 
 GO_TEST_FLAGS ?= -timeout 20m
 
@@ -19,10 +21,11 @@ all: build
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRDs from the API markers.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and RBAC from the code's markers.
 	$(CONTROLLER_GEN) object paths=./apis/...
 	$(CONTROLLER_GEN) crd:crdVersions=v1,maxDescLen=0,generateEmbeddedObjectMeta=true paths=./apis/... output:crd:dir=config/crd/bases
 	go run ./hack/crdtrim config/crd/bases/kubeflow.org_*.yaml
+	$(CONTROLLER_GEN) rbac:roleName=troupe-operator paths=./internal/operator/... output:rbac:dir=config/rbac/operator
 
 .PHONY: manifests
 manifests: generate ## Alias of generate.
@@ -32,9 +35,10 @@ fmt: ## gofmt the tree.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: lint
-lint: ## gofmt and go vet.
+lint: $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
+	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
 verify: generate lint ## Regenerate everything and fail if the tree changed.
@@ -60,6 +64,13 @@ test: ## Unit and envtest suites against a real kube-apiserver and etcd.
 
 $(CONTROLLER_GEN):
 	GOBIN=$(dir $@) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+
+$(GOLANGCI_LINT):
+	GOBIN=$(dir $@) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+.PHONY: kwok
+kwok: ## Build kwok and its stage configs from Go modules (cached).
+	hack/kwok.sh
 
 .PHONY: help
 help: ## Show this help.

@@ -30,7 +30,7 @@ var _ = Describe("Job engine", func() {
 		ctx = context.Background()
 		ns = newNamespace(ctx)
 		var err error
-		op, err = testutil.StartOperator(env.Config, []string{"tfjob"})
+		op, err = testutil.StartOperator(suite.Env.Config, []string{"tfjob"})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() {
 			if op != nil {
@@ -41,14 +41,14 @@ var _ = Describe("Job engine", func() {
 
 	getJob := func(g Gomega, name string) *kubeflowv1.TFJob {
 		job := &kubeflowv1.TFJob{}
-		g.ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)).To(Succeed())
+		g.ExpectWithOffset(1, suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)).To(Succeed())
 		return job
 	}
 	// livePods waits for exactly n pods that are not terminating.
 	livePods := func(name string, n int) []corev1.Pod {
 		var live []corev1.Pod
 		EventuallyWithOffset(1, func(g Gomega) {
-			pods, err := testutil.JobPods(ctx, k8s, ns, name)
+			pods, err := testutil.JobPods(ctx, suite.Client, ns, name)
 			g.Expect(err).NotTo(HaveOccurred())
 			live = nil
 			for _, p := range pods {
@@ -62,7 +62,7 @@ var _ = Describe("Job engine", func() {
 	}
 	runAll := func(pods []corev1.Pod) {
 		for i := range pods {
-			ExpectWithOffset(1, testutil.SetPodPhase(ctx, k8s, &pods[i], corev1.PodRunning)).To(Succeed())
+			ExpectWithOffset(1, testutil.SetPodPhase(ctx, suite.Client, &pods[i], corev1.PodRunning)).To(Succeed())
 		}
 	}
 	expectCondition := func(name string, ctype kubeflowv1.JobConditionType, reason string) *kubeflowv1.TFJob {
@@ -83,14 +83,14 @@ var _ = Describe("Job engine", func() {
 
 	Describe("restartPolicy ExitCode", func() {
 		It("replaces a pod that exited with a retryable code, then runs again", func() {
-			Expect(k8s.Create(ctx, workers("retry", 2, "ExitCode").Obj())).To(Succeed())
+			Expect(suite.Client.Create(ctx, workers("retry", 2, "ExitCode").Obj())).To(Succeed())
 			pods := livePods("retry", 2)
 			Expect(pods[0].Spec.RestartPolicy).To(Equal(corev1.RestartPolicyNever), "the engine, not the kubelet, restarts under ExitCode")
 			runAll(pods)
 			expectCondition("retry", "Running", "TFJobRunning")
 
 			oldUID := pods[1].UID
-			Expect(testutil.FailPod(ctx, k8s, &pods[1], 137)).To(Succeed())
+			Expect(testutil.FailPod(ctx, suite.Client, &pods[1], 137)).To(Succeed())
 			job := expectCondition("retry", "Restarting", "TFJobRestarting")
 			Expect(testutil.Condition(&job.Status, "Restarting").Message).To(ContainSubstring("retryable code 137"))
 			Expect(job.Status.RecreatedPods).To(Equal(int32(1)))
@@ -107,16 +107,16 @@ var _ = Describe("Job engine", func() {
 		})
 
 		It("fails the job when a pod exits with a permanent code, and replaces nothing", func() {
-			Expect(k8s.Create(ctx, workers("permanent", 2, "ExitCode").Obj())).To(Succeed())
+			Expect(suite.Client.Create(ctx, workers("permanent", 2, "ExitCode").Obj())).To(Succeed())
 			pods := livePods("permanent", 2)
 			runAll(pods)
-			Expect(testutil.FailPod(ctx, k8s, &pods[1], 1)).To(Succeed())
+			Expect(testutil.FailPod(ctx, suite.Client, &pods[1], 1)).To(Succeed())
 			job := expectCondition("permanent", "Failed", "TFJobFailed")
 			Expect(testutil.Condition(&job.Status, "Failed").Message).To(ContainSubstring("permanent code 1"))
 			Expect(job.Status.RecreatedPods).To(BeZero())
 			Expect(job.Status.CompletionTime).NotTo(BeNil())
 			Consistently(func(g Gomega) {
-				pods, err := testutil.JobPods(ctx, k8s, ns, "permanent")
+				pods, err := testutil.JobPods(ctx, suite.Client, ns, "permanent")
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(pods).To(HaveLen(2))
 				g.Expect(pods[1].UID).To(Equal(pods[1].UID))
@@ -126,22 +126,22 @@ var _ = Describe("Job engine", func() {
 	})
 
 	It("fails the job on any failure under restartPolicy Never", func() {
-		Expect(k8s.Create(ctx, workers("never", 2, "Never").Obj())).To(Succeed())
+		Expect(suite.Client.Create(ctx, workers("never", 2, "Never").Obj())).To(Succeed())
 		pods := livePods("never", 2)
-		Expect(testutil.FailPod(ctx, k8s, &pods[0], 137)).To(Succeed())
+		Expect(testutil.FailPod(ctx, suite.Client, &pods[0], 137)).To(Succeed())
 		job := expectCondition("never", "Failed", "TFJobFailed")
 		Expect(job.Status.ReplicaStatuses[worker].Failed).To(Equal(int32(1)))
 	})
 
 	It("lets the kubelet restart containers under OnFailure and replaces an evicted pod", func() {
-		Expect(k8s.Create(ctx, workers("onfailure", 2, "OnFailure").Obj())).To(Succeed())
+		Expect(suite.Client.Create(ctx, workers("onfailure", 2, "OnFailure").Obj())).To(Succeed())
 		pods := livePods("onfailure", 2)
 		Expect(pods[0].Spec.RestartPolicy).To(Equal(corev1.RestartPolicyOnFailure))
 		Expect(pods[1].Spec.RestartPolicy).To(Equal(corev1.RestartPolicyOnFailure))
 		runAll(pods)
 		expectCondition("onfailure", "Running", "TFJobRunning")
 
-		Expect(testutil.EvictPod(ctx, k8s, &pods[0])).To(Succeed())
+		Expect(testutil.EvictPod(ctx, suite.Client, &pods[0])).To(Succeed())
 		job := expectCondition("onfailure", "Restarting", "TFJobRestarting")
 		Expect(testutil.Condition(&job.Status, "Restarting").Message).To(ContainSubstring("Evicted"))
 		Eventually(func(g Gomega) {
@@ -151,89 +151,89 @@ var _ = Describe("Job engine", func() {
 
 	Describe("backoffLimit", func() {
 		It("counts in-place container restarts and stops the job past the limit", func() {
-			Expect(k8s.Create(ctx, workers("backoff-inplace", 2, "OnFailure").BackoffLimit(2).Obj())).To(Succeed())
+			Expect(suite.Client.Create(ctx, workers("backoff-inplace", 2, "OnFailure").BackoffLimit(2).Obj())).To(Succeed())
 			pods := livePods("backoff-inplace", 2)
 			runAll(pods)
-			Expect(testutil.RestartContainers(ctx, k8s, &pods[0], 2)).To(Succeed())
+			Expect(testutil.RestartContainers(ctx, suite.Client, &pods[0], 2)).To(Succeed())
 			Consistently(func(g Gomega) {
 				g.Expect(testutil.ConditionTrue(&getJob(g, "backoff-inplace").Status, "Failed")).To(BeFalse())
 			}, 2*time.Second).Should(Succeed(), "2 restarts are within backoffLimit 2")
 
-			Expect(testutil.RestartContainers(ctx, k8s, &pods[1], 1)).To(Succeed())
+			Expect(testutil.RestartContainers(ctx, suite.Client, &pods[1], 1)).To(Succeed())
 			job := expectCondition("backoff-inplace", "Failed", "BackoffLimitExceeded")
 			Expect(testutil.Condition(&job.Status, "Failed").Message).To(ContainSubstring("backoffLimit 2"))
 			// Running pods of a job past its budget are stopped.
 			Eventually(func(g Gomega) {
-				pods, err := testutil.JobPods(ctx, k8s, ns, "backoff-inplace")
+				pods, err := testutil.JobPods(ctx, suite.Client, ns, "backoff-inplace")
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(pods).To(BeEmpty())
 			}).Should(Succeed())
 		})
 
 		It("counts pods replaced under ExitCode", func() {
-			Expect(k8s.Create(ctx, workers("backoff-exitcode", 1, "ExitCode").BackoffLimit(1).Obj())).To(Succeed())
+			Expect(suite.Client.Create(ctx, workers("backoff-exitcode", 1, "ExitCode").BackoffLimit(1).Obj())).To(Succeed())
 			pods := livePods("backoff-exitcode", 1)
-			Expect(testutil.FailPod(ctx, k8s, &pods[0], 143)).To(Succeed())
+			Expect(testutil.FailPod(ctx, suite.Client, &pods[0], 143)).To(Succeed())
 			var second []corev1.Pod
 			Eventually(func(g Gomega) {
 				second = livePods("backoff-exitcode", 1)
 				g.Expect(second[0].UID).NotTo(Equal(pods[0].UID))
 			}).Should(Succeed())
-			Expect(testutil.FailPod(ctx, k8s, &second[0], 143)).To(Succeed())
+			Expect(testutil.FailPod(ctx, suite.Client, &second[0], 143)).To(Succeed())
 			job := expectCondition("backoff-exitcode", "Failed", "BackoffLimitExceeded")
 			Expect(job.Status.RecreatedPods).To(Equal(int32(1)))
 		})
 	})
 
 	It("fails a job that runs past activeDeadlineSeconds and stops its pods", func() {
-		Expect(k8s.Create(ctx, workers("deadline", 2, "Never").ActiveDeadlineSeconds(2).Obj())).To(Succeed())
+		Expect(suite.Client.Create(ctx, workers("deadline", 2, "Never").ActiveDeadlineSeconds(2).Obj())).To(Succeed())
 		runAll(livePods("deadline", 2))
 		job := expectCondition("deadline", "Failed", "DeadlineExceeded")
 		failedAt := testutil.Condition(&job.Status, "Failed").LastTransitionTime
 		Expect(failedAt.Sub(job.Status.StartTime.Time)).To(BeNumerically(">=", 2*time.Second),
 			"the deadline is counted from the start time")
 		Eventually(func(g Gomega) {
-			pods, err := testutil.JobPods(ctx, k8s, ns, "deadline")
+			pods, err := testutil.JobPods(ctx, suite.Client, ns, "deadline")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(pods).To(BeEmpty())
 		}).Should(Succeed())
 	})
 
 	It("deletes a finished job after ttlSecondsAfterFinished", func() {
-		Expect(k8s.Create(ctx, workers("ttl", 1, "Never").TTLSecondsAfterFinished(1).Obj())).To(Succeed())
+		Expect(suite.Client.Create(ctx, workers("ttl", 1, "Never").TTLSecondsAfterFinished(1).Obj())).To(Succeed())
 		pods := livePods("ttl", 1)
-		Expect(testutil.SetPodPhase(ctx, k8s, &pods[0], corev1.PodSucceeded)).To(Succeed())
+		Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[0], corev1.PodSucceeded)).To(Succeed())
 		job := expectCondition("ttl", "Succeeded", "TFJobSucceeded")
 		finished := job.Status.CompletionTime.Time
 		Eventually(func(g Gomega) {
-			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ttl"}, &kubeflowv1.TFJob{})
+			err := suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ttl"}, &kubeflowv1.TFJob{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 		}).Should(Succeed())
 		Expect(time.Since(finished)).To(BeNumerically(">=", time.Second), "the job lived at least the TTL after finishing")
 	})
 
 	It("deletes every pod and service of a finished job under cleanPodPolicy All", func() {
-		Expect(k8s.Create(ctx, workers("clean-all", 2, "Never").CleanPodPolicy("All").Obj())).To(Succeed())
+		Expect(suite.Client.Create(ctx, workers("clean-all", 2, "Never").CleanPodPolicy("All").Obj())).To(Succeed())
 		pods := livePods("clean-all", 2)
-		Expect(testutil.SetPodPhase(ctx, k8s, &pods[1], corev1.PodRunning)).To(Succeed())
-		Expect(testutil.SetPodPhase(ctx, k8s, &pods[0], corev1.PodSucceeded)).To(Succeed())
+		Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[1], corev1.PodRunning)).To(Succeed())
+		Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[0], corev1.PodSucceeded)).To(Succeed())
 		expectCondition("clean-all", "Succeeded", "TFJobSucceeded")
 		Eventually(func(g Gomega) {
-			pods, err := testutil.JobPods(ctx, k8s, ns, "clean-all")
+			pods, err := testutil.JobPods(ctx, suite.Client, ns, "clean-all")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(pods).To(BeEmpty())
-			svcs, err := testutil.JobServices(ctx, k8s, ns, "clean-all")
+			svcs, err := testutil.JobServices(ctx, suite.Client, ns, "clean-all")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(svcs).To(BeEmpty())
 		}).Should(Succeed())
 	})
 
 	It("suspends and resumes a job", func() {
-		Expect(k8s.Create(ctx, workers("suspend", 2, "Never").Suspend(true).Obj())).To(Succeed())
+		Expect(suite.Client.Create(ctx, workers("suspend", 2, "Never").Suspend(true).Obj())).To(Succeed())
 		job := expectCondition("suspend", "Suspended", "TFJobSuspended")
 		Expect(job.Status.StartTime).To(BeNil())
 		Consistently(func(g Gomega) {
-			pods, err := testutil.JobPods(ctx, k8s, ns, "suspend")
+			pods, err := testutil.JobPods(ctx, suite.Client, ns, "suspend")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(pods).To(BeEmpty())
 		}, time.Second).Should(Succeed())
@@ -242,7 +242,7 @@ var _ = Describe("Job engine", func() {
 			Eventually(func(g Gomega) {
 				job := getJob(g, "suspend")
 				job.Spec.RunPolicy.Suspend = &v
-				g.Expect(k8s.Update(ctx, job)).To(Succeed())
+				g.Expect(suite.Client.Update(ctx, job)).To(Succeed())
 			}).Should(Succeed())
 		}
 		setSuspend(false)
@@ -256,7 +256,7 @@ var _ = Describe("Job engine", func() {
 		job = expectCondition("suspend", "Suspended", "TFJobSuspended")
 		Expect(testutil.ConditionTrue(&job.Status, "Running")).To(BeFalse())
 		Eventually(func(g Gomega) {
-			pods, err := testutil.JobPods(ctx, k8s, ns, "suspend")
+			pods, err := testutil.JobPods(ctx, suite.Client, ns, "suspend")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(pods).To(BeEmpty())
 			g.Expect(getJob(g, "suspend").Status.StartTime).To(BeNil())
@@ -264,19 +264,19 @@ var _ = Describe("Job engine", func() {
 	})
 
 	It("follows a change of replicas: scales down and up", func() {
-		Expect(k8s.Create(ctx, workers("scale", 3, "Never").Obj())).To(Succeed())
+		Expect(suite.Client.Create(ctx, workers("scale", 3, "Never").Obj())).To(Succeed())
 		livePods("scale", 3)
 		setReplicas := func(n int32) {
 			Eventually(func(g Gomega) {
 				job := getJob(g, "scale")
 				job.Spec.TFReplicaSpecs[worker].Replicas = &n
-				g.Expect(k8s.Update(ctx, job)).To(Succeed())
+				g.Expect(suite.Client.Update(ctx, job)).To(Succeed())
 			}).Should(Succeed())
 		}
 		setReplicas(1)
 		Expect(testutil.PodNames(livePods("scale", 1))).To(Equal([]string{"scale-worker-0"}))
 		Eventually(func(g Gomega) {
-			svcs, err := testutil.JobServices(ctx, k8s, ns, "scale")
+			svcs, err := testutil.JobServices(ctx, suite.Client, ns, "scale")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(svcs).To(HaveLen(1))
 		}).Should(Succeed())
@@ -288,9 +288,9 @@ var _ = Describe("Job engine", func() {
 		job := workers("elsewhere", 2, "Never").Obj()
 		managedBy := "kueue.x-k8s.io/multikueue"
 		job.Spec.RunPolicy.ManagedBy = &managedBy
-		Expect(k8s.Create(ctx, job)).To(Succeed())
+		Expect(suite.Client.Create(ctx, job)).To(Succeed())
 		Consistently(func(g Gomega) {
-			pods, err := testutil.JobPods(ctx, k8s, ns, "elsewhere")
+			pods, err := testutil.JobPods(ctx, suite.Client, ns, "elsewhere")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(pods).To(BeEmpty())
 			g.Expect(getJob(g, "elsewhere").Status.Conditions).To(BeEmpty())
@@ -331,9 +331,9 @@ var _ = Describe("Job engine", func() {
 			})
 		}
 		var err error
-		crashing, err = testutil.StartOperator(env.Config, []string{"tfjob"}, testutil.WithClientWrapper(wrap))
+		crashing, err = testutil.StartOperator(suite.Env.Config, []string{"tfjob"}, testutil.WithClientWrapper(wrap))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(k8s.Create(ctx, workers("crash", 5, "Never").Obj())).To(Succeed())
+		Expect(suite.Client.Create(ctx, workers("crash", 5, "Never").Obj())).To(Succeed())
 		Eventually(crashed).Should(BeClosed())
 		Expect(crashing.Stop()).To(Succeed())
 
@@ -345,7 +345,7 @@ var _ = Describe("Job engine", func() {
 		// The status write of the dying pass never happened.
 		Expect(getJob(Default, "crash").Status.Conditions).To(BeEmpty())
 
-		op, err = testutil.StartOperator(env.Config, []string{"tfjob"})
+		op, err = testutil.StartOperator(suite.Env.Config, []string{"tfjob"})
 		Expect(err).NotTo(HaveOccurred())
 		after := livePods("crash", 5)
 		for _, p := range after {
@@ -355,7 +355,7 @@ var _ = Describe("Job engine", func() {
 			Expect(p.OwnerReferences).To(HaveLen(1))
 		}
 		Consistently(func(g Gomega) {
-			pods, err := testutil.JobPods(ctx, k8s, ns, "crash")
+			pods, err := testutil.JobPods(ctx, suite.Client, ns, "crash")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(pods).To(HaveLen(5))
 		}, 2*time.Second).Should(Succeed())

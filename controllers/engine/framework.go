@@ -66,6 +66,21 @@ type DependentsReconciler interface {
 	DependentTypes() []client.Object
 }
 
+// PodNamer is implemented by frameworks whose upstream names a pod other
+// than "<job>-<type>-<index>": MPI's launcher is "<job>-launcher", and
+// users' scripts run kubectl logs on that name.
+type PodNamer interface {
+	PodName(job Job, rtype kubeflowv1.ReplicaType, index int) string
+}
+
+// podName is the name of a replica's pod.
+func podName(fw Framework, job Job, rtype kubeflowv1.ReplicaType, index int) string {
+	if n, ok := fw.(PodNamer); ok {
+		return n.PodName(job, rtype, index)
+	}
+	return ReplicaName(job.GetName(), rtype, index)
+}
+
 // Outcome is a framework's verdict on a job that has not failed.
 type Outcome struct {
 	// Succeeded is true when the kind's success rule holds.

@@ -35,7 +35,7 @@ func newPod(fw Framework, job Job, rtype kubeflowv1.ReplicaType, index int) (*co
 		ObjectMeta: *tmpl.ObjectMeta.DeepCopy(),
 		Spec:       tmpl.Spec,
 	}
-	pod.Name = ReplicaName(job.GetName(), rtype, index)
+	pod.Name = podName(fw, job, rtype, index)
 	pod.Namespace = job.GetNamespace()
 	pod.GenerateName = ""
 	if pod.Labels == nil {

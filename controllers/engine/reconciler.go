@@ -167,6 +167,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) error {
 
 	if d, ok := r.fw.(DependentsReconciler); ok {
 		if err := d.ReconcileDependents(ctx, r.client, s.job); err != nil {
+			r.event(s.job, corev1.EventTypeWarning, "FailedReconcileDependents", err.Error())
 			return fmt.Errorf("reconcile dependents: %w", err)
 		}
 	}

@@ -105,9 +105,9 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (replicaPa
 		state := ReplicaState{Replicas: int32(replicas), SucceededIndexes: map[int]bool{}}
 		port, wantService := r.fw.ServicePort(s.job, rtype)
 		for index := 0; index < replicas; index++ {
-			name := ReplicaName(s.job.GetName(), rtype, index)
-			wanted[name] = true
-			if wantService && svcsByName[name] == nil {
+			svcName, name := ReplicaName(s.job.GetName(), rtype, index), podName(r.fw, s.job, rtype, index)
+			wanted[svcName], wanted[name] = true, true
+			if wantService && svcsByName[svcName] == nil {
 				if err := r.createService(ctx, s, rtype, index, port); err != nil {
 					return pass, err
 				}
@@ -286,7 +286,8 @@ func isActive(p *corev1.Pod) bool {
 }
 
 // updateReplicaStatuses writes what the pass saw into status.replicaStatuses,
-// with the label selector that the scale subresource reads.
+// with the selector string that the scale subresource reads (upstream's
+// structured labelSelector field is deprecated in its favour).
 func (r *Reconciler) updateReplicaStatuses(s *scope, replicas Replicas) {
 	status := s.status()
 	status.ReplicaStatuses = map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaStatus{}
@@ -294,11 +295,10 @@ func (r *Reconciler) updateReplicaStatuses(s *scope, replicas Replicas) {
 		sel := jobLabels(r.fw, s.job)
 		sel[kubeflowv1.ReplicaTypeLabel] = ReplicaTypeLabelValue(rtype)
 		status.ReplicaStatuses[rtype] = &kubeflowv1.ReplicaStatus{
-			Active:        state.Running,
-			Succeeded:     state.Succeeded,
-			Failed:        state.Failed,
-			LabelSelector: &metav1.LabelSelector{MatchLabels: sel},
-			Selector:      labels.SelectorFromSet(sel).String(),
+			Active:    state.Running,
+			Succeeded: state.Succeeded,
+			Failed:    state.Failed,
+			Selector:  labels.SelectorFromSet(sel).String(),
 		}
 	}
 }

@@ -61,6 +61,7 @@ type Framework struct {
 var (
 	_ engine.Framework            = Framework{}
 	_ engine.DependentsReconciler = Framework{}
+	_ engine.PodNamer             = Framework{}
 )
 
 func (Framework) ControllerName() string { return ControllerName }
@@ -267,8 +268,18 @@ func workerPodNames(job *kubeflowv1.MPIJob) []string {
 	return names
 }
 
+// PodName names the launcher "<job>-launcher", as upstream does, so that
+// `kubectl logs <job>-launcher` keeps working; workers keep the engine's
+// "<job>-worker-<i>".
+func (Framework) PodName(job engine.Job, rtype kubeflowv1.ReplicaType, index int) string {
+	if rtype == kubeflowv1.MPIJobReplicaTypeLauncher {
+		return job.GetName() + launcherSuffix
+	}
+	return engine.ReplicaName(job.GetName(), rtype, index)
+}
+
 func launcherPodName(job *kubeflowv1.MPIJob) string {
-	return engine.ReplicaName(job.Name, kubeflowv1.MPIJobReplicaTypeLauncher, 0)
+	return Framework{}.PodName(job, kubeflowv1.MPIJobReplicaTypeLauncher, 0)
 }
 
 // hostfile lists one line per MPI host, "<pod> slots=<n>": Open MPI's

@@ -97,11 +97,11 @@ func TestHostfile(t *testing.T) {
 		},
 		"a launcher with an NVIDIA GPU runs ranks too and comes first": {
 			job:  newJob(1, slots(2), limit(launcher, "nvidia.com/gpu")),
-			want: "pi-launcher-0 slots=2\npi-worker-0 slots=2\n",
+			want: "pi-launcher slots=2\npi-worker-0 slots=2\n",
 		},
 		"any vendor's GPU counts": {
 			job:  newJob(1, limit(launcher, "gpu.intel.com/i915")),
-			want: "pi-launcher-0 slots=1\npi-worker-0 slots=1\n",
+			want: "pi-launcher slots=1\npi-worker-0 slots=1\n",
 		},
 		"GPUs on the workers do not make the launcher a host": {
 			job:  newJob(1, limit(worker, "nvidia.com/gpu")),
@@ -138,7 +138,7 @@ func TestDiscoverHosts(t *testing.T) {
 		"a GPU launcher is always available": {
 			job:     newJob(2, limit(launcher, "nvidia.com/gpu")),
 			running: []string{"pi-worker-1"},
-			want:    "#!/bin/sh\necho pi-launcher-0:1\necho pi-worker-1:1\n",
+			want:    "#!/bin/sh\necho pi-launcher:1\necho pi-worker-1:1\n",
 		},
 	}
 	for name, tc := range tests {

@@ -102,14 +102,14 @@ var _ = Describe("MPIJob", func() {
 
 	getJob := func(g Gomega, name string) *kubeflowv1.MPIJob {
 		job := &kubeflowv1.MPIJob{}
-		g.ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)).To(Succeed())
+		g.ExpectWithOffset(1, suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)).To(Succeed())
 		return job
 	}
 	get := func(g Gomega, name string, obj client.Object) {
-		g.ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)).To(Succeed())
+		g.ExpectWithOffset(1, suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)).To(Succeed())
 	}
 	podsOf := func(g Gomega, name string, n int) []corev1.Pod {
-		pods, err := testutil.JobPods(ctx, k8s, ns, name)
+		pods, err := testutil.JobPods(ctx, suite.Client, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(pods).To(HaveLen(n))
 		return pods
@@ -142,12 +142,12 @@ var _ = Describe("MPIJob", func() {
 				Namespace: ns, Verb: "create", Resource: "pods", Subresource: "exec", Name: pod,
 			},
 		}}
-		g.ExpectWithOffset(1, k8s.Create(ctx, sar)).To(Succeed())
+		g.ExpectWithOffset(1, suite.Client.Create(ctx, sar)).To(Succeed())
 		return sar.Status.Allowed
 	}
 
 	It("runs the tensorflow-benchmarks manifest: hostfile, launcher RBAC, pod wiring, Running, Succeeded", func() {
-		_, err := testutil.ApplyManifest(ctx, k8s, ns, benchmarksManifest)
+		_, err := testutil.ApplyManifest(ctx, suite.Client, ns, benchmarksManifest)
 		Expect(err).NotTo(HaveOccurred())
 		const name = "tensorflow-benchmarks"
 		job := getJob(Default, name)
@@ -186,15 +186,15 @@ var _ = Describe("MPIJob", func() {
 				g.Expect(canExec(g, name+"-launcher", w)).To(BeTrue(), "exec into %s", w)
 			}
 		}).Should(Succeed())
-		Expect(canExec(Default, name+"-launcher", name+"-launcher-0")).To(BeFalse())
+		Expect(canExec(Default, name+"-launcher", name+"-launcher")).To(BeFalse())
 		Expect(canExec(Default, name+"-launcher", "some-other-pod")).To(BeFalse())
 		Expect(canExec(Default, "default", workers[0])).To(BeFalse(), "only the launcher's identity is granted")
 
 		By("the pods: no services, the launcher wired for mpirun, the workers idle until exec'd into")
 		var pods []corev1.Pod
 		Eventually(func(g Gomega) { pods = podsOf(g, name, 3) }).Should(Succeed())
-		Expect(testutil.PodNames(pods)).To(Equal([]string{name + "-launcher-0", workers[0], workers[1]}))
-		svcs, err := testutil.JobServices(ctx, k8s, ns, name)
+		Expect(testutil.PodNames(pods)).To(Equal([]string{name + "-launcher", workers[0], workers[1]}))
+		svcs, err := testutil.JobServices(ctx, suite.Client, ns, name)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(svcs).To(BeEmpty(), "MPI v1 reaches workers by kubectl exec, not by service")
 		for _, p := range pods {
@@ -250,21 +250,21 @@ var _ = Describe("MPIJob", func() {
 		}
 
 		By("discover_hosts.sh follows the running workers")
-		Expect(testutil.SetPodPhase(ctx, k8s, &pods[1], corev1.PodRunning)).To(Succeed())
+		Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[1], corev1.PodRunning)).To(Succeed())
 		Eventually(func(g Gomega) {
 			get(g, name+"-config", cm)
 			g.Expect(cm.Data).To(HaveKeyWithValue("discover_hosts.sh", "#!/bin/sh\necho tensorflow-benchmarks-worker-0:2\n"))
 		}).Should(Succeed())
 
 		By("Running once the launcher runs, as upstream, though worker 1 is still pending")
-		Expect(testutil.SetPodPhase(ctx, k8s, &launcher, corev1.PodRunning)).To(Succeed())
+		Expect(testutil.SetPodPhase(ctx, suite.Client, &launcher, corev1.PodRunning)).To(Succeed())
 		Eventually(func(g Gomega) {
 			job := getJob(g, name)
 			g.Expect(testutil.ConditionTrue(&job.Status, "Running")).To(BeTrue())
 			g.Expect(job.Status.ReplicaStatuses).To(HaveKeyWithValue(kubeflowv1.MPIJobReplicaTypeLauncher, HaveField("Active", int32(1))))
 			g.Expect(job.Status.ReplicaStatuses).To(HaveKeyWithValue(kubeflowv1.MPIJobReplicaTypeWorker, HaveField("Active", int32(1))))
 		}).Should(Succeed())
-		Expect(testutil.SetPodPhase(ctx, k8s, &pods[2], corev1.PodRunning)).To(Succeed())
+		Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[2], corev1.PodRunning)).To(Succeed())
 		Eventually(func(g Gomega) {
 			job := getJob(g, name)
 			g.Expect(job.Status.ReplicaStatuses).To(HaveKeyWithValue(kubeflowv1.MPIJobReplicaTypeWorker, HaveField("Active", int32(2))))
@@ -274,12 +274,12 @@ var _ = Describe("MPIJob", func() {
 		}).Should(Succeed())
 
 		By("Succeeded when the launcher succeeds; cleanPodPolicy Running stops the idle workers")
-		Expect(testutil.SetPodPhase(ctx, k8s, &launcher, corev1.PodSucceeded)).To(Succeed())
+		Expect(testutil.SetPodPhase(ctx, suite.Client, &launcher, corev1.PodSucceeded)).To(Succeed())
 		Eventually(func(g Gomega) {
 			job := getJob(g, name)
 			g.Expect(testutil.ConditionTrue(&job.Status, "Succeeded")).To(BeTrue())
 			g.Expect(testutil.ConditionTrue(&job.Status, "Running")).To(BeFalse())
-			g.Expect(testutil.PodNames(podsOf(g, name, 1))).To(Equal([]string{name + "-launcher-0"}))
+			g.Expect(testutil.PodNames(podsOf(g, name, 1))).To(Equal([]string{name + "-launcher"}))
 		}).Should(Succeed())
 	})
 
@@ -287,17 +287,17 @@ var _ = Describe("MPIJob", func() {
 		job := testutil.MakeMPIJob("pi", ns).
 			ReplicaSpec(kubeflowv1.MPIJobReplicaTypeLauncher, testutil.MakeReplica(1, "mpi").RestartPolicy("Never").Obj()).
 			Workers(2).Obj()
-		Expect(k8s.Create(ctx, job)).To(Succeed())
+		Expect(suite.Client.Create(ctx, job)).To(Succeed())
 		var pods []corev1.Pod
 		Eventually(func(g Gomega) { pods = podsOf(g, "pi", 3) }).Should(Succeed())
 		for i := range pods {
-			Expect(testutil.SetPodPhase(ctx, k8s, &pods[i], corev1.PodRunning)).To(Succeed())
+			Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[i], corev1.PodRunning)).To(Succeed())
 		}
 		Eventually(func(g Gomega) {
 			g.Expect(testutil.ConditionTrue(&getJob(g, "pi").Status, "Running")).To(BeTrue())
 		}).Should(Succeed())
 
-		Expect(testutil.FailPod(ctx, k8s, &pods[0], 1)).To(Succeed())
+		Expect(testutil.FailPod(ctx, suite.Client, &pods[0], 1)).To(Succeed())
 		Eventually(func(g Gomega) {
 			job := getJob(g, "pi")
 			failed := testutil.Condition(&job.Status, "Failed")
@@ -311,7 +311,7 @@ var _ = Describe("MPIJob", func() {
 	})
 
 	It("puts back dependents that drifted or were deleted, and follows a scale-up", func() {
-		Expect(k8s.Create(ctx, testutil.MakeMPIJob("pi", ns).Launcher().Workers(2).SlotsPerWorker(4).Obj())).To(Succeed())
+		Expect(suite.Client.Create(ctx, testutil.MakeMPIJob("pi", ns).Launcher().Workers(2).SlotsPerWorker(4).Obj())).To(Succeed())
 		cm, role := &corev1.ConfigMap{}, &rbacv1.Role{}
 		Eventually(func(g Gomega) {
 			get(g, "pi-config", cm)
@@ -334,7 +334,7 @@ var _ = Describe("MPIJob", func() {
 		By("a deleted RoleBinding is recreated")
 		rb := &rbacv1.RoleBinding{}
 		get(Default, "pi-launcher", rb)
-		Expect(k8s.Delete(ctx, rb)).To(Succeed())
+		Expect(suite.Client.Delete(ctx, rb)).To(Succeed())
 		Eventually(func(g Gomega) {
 			fresh := &rbacv1.RoleBinding{}
 			get(g, "pi-launcher", fresh)
@@ -357,12 +357,12 @@ var _ = Describe("MPIJob", func() {
 
 	It("binds the user's ServiceAccount without taking it over, and lists a GPU launcher as a host", func() {
 		userSA := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "trainer", Namespace: ns}}
-		Expect(k8s.Create(ctx, userSA)).To(Succeed())
+		Expect(suite.Client.Create(ctx, userSA)).To(Succeed())
 		job := testutil.MakeMPIJob("gpu", ns).
 			ReplicaSpec(kubeflowv1.MPIJobReplicaTypeLauncher, testutil.MakeReplica(1, "mpi").Limit("nvidia.com/gpu", "1").Obj()).
 			LauncherServiceAccount("trainer").
 			Workers(1).Obj()
-		Expect(k8s.Create(ctx, job)).To(Succeed())
+		Expect(suite.Client.Create(ctx, job)).To(Succeed())
 
 		rb, cm := &rbacv1.RoleBinding{}, &corev1.ConfigMap{}
 		Eventually(func(g Gomega) {
@@ -370,9 +370,9 @@ var _ = Describe("MPIJob", func() {
 			get(g, "gpu-config", cm)
 		}).Should(Succeed())
 		Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "trainer", Namespace: ns}}))
-		Expect(cm.Data).To(HaveKeyWithValue("hostfile", "gpu-launcher-0 slots=1\ngpu-worker-0 slots=1\n"))
+		Expect(cm.Data).To(HaveKeyWithValue("hostfile", "gpu-launcher slots=1\ngpu-worker-0 slots=1\n"))
 		// The ServiceAccount comes before the RoleBinding in every pass.
-		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-launcher"}, &corev1.ServiceAccount{})
+		err := suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gpu-launcher"}, &corev1.ServiceAccount{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no launcher ServiceAccount of our own: %v", err)
 		get(Default, "trainer", userSA)
 		Expect(userSA.OwnerReferences).To(BeEmpty(), "the user's ServiceAccount outlives the job")
@@ -380,7 +380,7 @@ var _ = Describe("MPIJob", func() {
 		var pods []corev1.Pod
 		Eventually(func(g Gomega) { pods = podsOf(g, "gpu", 2) }).Should(Succeed())
 		launcher := pods[0]
-		Expect(launcher.Name).To(Equal("gpu-launcher-0"))
+		Expect(launcher.Name).To(Equal("gpu-launcher"))
 		Expect(launcher.Spec.ServiceAccountName).To(Equal("trainer"))
 		_, ok := testutil.EnvValue(&launcher, "mpi", "NVIDIA_VISIBLE_DEVICES")
 		Expect(ok).To(BeFalse(), "a launcher with a GPU must see it")
@@ -392,8 +392,8 @@ var _ = Describe("MPIJob", func() {
 			ObjectMeta: metav1.ObjectMeta{Name: "pi-config", Namespace: ns},
 			Data:       map[string]string{"hostfile": "elsewhere slots=8\n"},
 		}
-		Expect(k8s.Create(ctx, foreign)).To(Succeed())
-		Expect(k8s.Create(ctx, testutil.MakeMPIJob("pi", ns).Launcher().Workers(1).Obj())).To(Succeed())
+		Expect(suite.Client.Create(ctx, foreign)).To(Succeed())
+		Expect(suite.Client.Create(ctx, testutil.MakeMPIJob("pi", ns).Launcher().Workers(1).Obj())).To(Succeed())
 
 		// The ServiceAccount comes first and proves the job was reconciled.
 		Eventually(func(g Gomega) { get(g, "pi-launcher", &corev1.ServiceAccount{}) }).Should(Succeed())
@@ -411,11 +411,11 @@ var _ = Describe("MPIJob", func() {
 // with the operator's own writes.
 func update(ctx context.Context, obj client.Object, mutate func()) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		if err := suite.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
 		}
 		mutate()
-		return k8s.Update(ctx, obj)
+		return suite.Client.Update(ctx, obj)
 	})
 }
 

@@ -115,18 +115,18 @@ var _ = Describe("PyTorchJob", func() {
 
 	getJob := func(g Gomega, name string) *kubeflowv1.PyTorchJob {
 		job := &kubeflowv1.PyTorchJob{}
-		g.ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)).To(Succeed())
+		g.ExpectWithOffset(1, suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)).To(Succeed())
 		return job
 	}
 	podsOf := func(g Gomega, name string, n int) []corev1.Pod {
-		pods, err := testutil.JobPods(ctx, k8s, ns, name)
+		pods, err := testutil.JobPods(ctx, suite.Client, ns, name)
 		g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
 		g.ExpectWithOffset(1, pods).To(HaveLen(n))
 		return pods
 	}
 	setPhase := func(phase corev1.PodPhase, pods ...corev1.Pod) {
 		for i := range pods {
-			ExpectWithOffset(1, testutil.SetPodPhase(ctx, k8s, &pods[i], phase)).To(Succeed())
+			ExpectWithOffset(1, testutil.SetPodPhase(ctx, suite.Client, &pods[i], phase)).To(Succeed())
 		}
 	}
 	envOf := func(pod *corev1.Pod, name string) string {
@@ -141,14 +141,14 @@ var _ = Describe("PyTorchJob", func() {
 	}
 
 	It("runs a Master/Worker manifest: pods, services, env, Running, then Succeeded when the master succeeds", func() {
-		_, err := testutil.ApplyManifest(ctx, k8s, ns, masterWorkerManifest)
+		_, err := testutil.ApplyManifest(ctx, suite.Client, ns, masterWorkerManifest)
 		Expect(err).NotTo(HaveOccurred())
 
 		var pods []corev1.Pod
 		Eventually(func(g Gomega) { pods = podsOf(g, "pytorch-simple", 3) }).Should(Succeed())
 		Expect(testutil.PodNames(pods)).To(Equal([]string{"pytorch-simple-master-0", "pytorch-simple-worker-0", "pytorch-simple-worker-1"}))
 		Eventually(func(g Gomega) {
-			svcs, err := testutil.JobServices(ctx, k8s, ns, "pytorch-simple")
+			svcs, err := testutil.JobServices(ctx, suite.Client, ns, "pytorch-simple")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(svcs).To(HaveLen(3))
 			for _, s := range svcs {
@@ -220,7 +220,7 @@ var _ = Describe("PyTorchJob", func() {
 	})
 
 	It("runs an elastic manifest: rendezvous env, no static ranks, Succeeded once any worker succeeds", func() {
-		_, err := testutil.ApplyManifest(ctx, k8s, ns, elasticManifest)
+		_, err := testutil.ApplyManifest(ctx, suite.Client, ns, elasticManifest)
 		Expect(err).NotTo(HaveOccurred())
 
 		var pods []corev1.Pod
@@ -258,7 +258,7 @@ var _ = Describe("PyTorchJob", func() {
 
 	It("waits for every worker of a job with neither master nor elasticPolicy", func() {
 		job := testutil.MakePyTorchJob("workers", ns).Replica(kubeflowv1.PyTorchJobReplicaTypeWorker, 2).Obj()
-		Expect(k8s.Create(ctx, job)).To(Succeed())
+		Expect(suite.Client.Create(ctx, job)).To(Succeed())
 		var pods []corev1.Pod
 		Eventually(func(g Gomega) { pods = podsOf(g, "workers", 2) }).Should(Succeed())
 		_, ok := testutil.EnvValue(&pods[1], "pytorch", "MASTER_ADDR")
@@ -281,14 +281,14 @@ var _ = Describe("PyTorchJob", func() {
 	})
 
 	It("fails the job when a worker exits with a permanent code under restartPolicy ExitCode", func() {
-		_, err := testutil.ApplyManifest(ctx, k8s, ns, exitCodeManifest)
+		_, err := testutil.ApplyManifest(ctx, suite.Client, ns, exitCodeManifest)
 		Expect(err).NotTo(HaveOccurred())
 		var pods []corev1.Pod
 		Eventually(func(g Gomega) { pods = podsOf(g, "exit-code", 3) }).Should(Succeed())
 		Expect(pods[1].Spec.RestartPolicy).To(Equal(corev1.RestartPolicyNever), "the operator, not the kubelet, restarts under ExitCode")
 
 		failed := pods[1]
-		Expect(testutil.FailPod(ctx, k8s, &failed, 1)).To(Succeed())
+		Expect(testutil.FailPod(ctx, suite.Client, &failed, 1)).To(Succeed())
 		Eventually(func(g Gomega) {
 			job := getJob(g, "exit-code")
 			c := testutil.Condition(&job.Status, "Failed")
@@ -302,7 +302,7 @@ var _ = Describe("PyTorchJob", func() {
 		// The failed pod stays as it is: nothing replaces it.
 		Consistently(func(g Gomega) {
 			p := &corev1.Pod{}
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&failed), p)).To(Succeed())
+			g.Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(&failed), p)).To(Succeed())
 			g.Expect(p.UID).To(Equal(failed.UID))
 			g.Expect(p.Status.Phase).To(Equal(corev1.PodFailed))
 		}, 2*time.Second).Should(Succeed())
@@ -310,7 +310,7 @@ var _ = Describe("PyTorchJob", func() {
 	})
 
 	It("replaces a worker that exits with a retryable code under restartPolicy ExitCode, and shows Restarting", func() {
-		_, err := testutil.ApplyManifest(ctx, k8s, ns, exitCodeManifest)
+		_, err := testutil.ApplyManifest(ctx, suite.Client, ns, exitCodeManifest)
 		Expect(err).NotTo(HaveOccurred())
 		var pods []corev1.Pod
 		Eventually(func(g Gomega) { pods = podsOf(g, "exit-code", 3) }).Should(Succeed())
@@ -319,7 +319,7 @@ var _ = Describe("PyTorchJob", func() {
 		// master stays pending, so nothing reports Running over Restarting
 		// before it is observed.
 		killed := pods[2]
-		Expect(testutil.FailPod(ctx, k8s, &killed, 137)).To(Succeed())
+		Expect(testutil.FailPod(ctx, suite.Client, &killed, 137)).To(Succeed())
 		var replacement corev1.Pod
 		Eventually(func(g Gomega) {
 			job := getJob(g, "exit-code")

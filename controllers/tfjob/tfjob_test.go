@@ -89,23 +89,23 @@ var _ = Describe("TFJob", func() {
 
 	getJob := func(name string) *kubeflowv1.TFJob {
 		job := &kubeflowv1.TFJob{}
-		ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)).To(Succeed())
+		ExpectWithOffset(1, suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)).To(Succeed())
 		return job
 	}
 	podsOf := func(g Gomega, name string, n int) []corev1.Pod {
-		pods, err := testutil.JobPods(ctx, k8s, ns, name)
+		pods, err := testutil.JobPods(ctx, suite.Client, ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(pods).To(HaveLen(n))
 		return pods
 	}
 	setAll := func(name string, n int, phase corev1.PodPhase) {
 		for _, p := range podsOf(Default, name, n) {
-			Expect(testutil.SetPodPhase(ctx, k8s, &p, phase)).To(Succeed())
+			Expect(testutil.SetPodPhase(ctx, suite.Client, &p, phase)).To(Succeed())
 		}
 	}
 
 	It("runs a PS/Worker manifest: pods, services, TF_CONFIG, Running, then Succeeded when worker 0 succeeds", func() {
-		_, err := testutil.ApplyManifest(ctx, k8s, ns, psWorkerManifest)
+		_, err := testutil.ApplyManifest(ctx, suite.Client, ns, psWorkerManifest)
 		Expect(err).NotTo(HaveOccurred())
 
 		var pods []corev1.Pod
@@ -116,7 +116,7 @@ var _ = Describe("TFJob", func() {
 			"dist-mnist-ps-0", "dist-mnist-ps-1", "dist-mnist-worker-0", "dist-mnist-worker-1", "dist-mnist-worker-2",
 		}))
 		Eventually(func(g Gomega) {
-			svcs, err := testutil.JobServices(ctx, k8s, ns, "dist-mnist")
+			svcs, err := testutil.JobServices(ctx, suite.Client, ns, "dist-mnist")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(svcs).To(HaveLen(5))
 			for _, s := range svcs {
@@ -163,7 +163,7 @@ var _ = Describe("TFJob", func() {
 			g.Expect(job.Status.StartTime).NotTo(BeNil())
 		}).Should(Succeed())
 
-		Expect(testutil.SetPodPhase(ctx, k8s, &pods[2], corev1.PodSucceeded)).To(Succeed())
+		Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[2], corev1.PodSucceeded)).To(Succeed())
 		Eventually(func(g Gomega) {
 			job := getJob("dist-mnist")
 			g.Expect(testutil.ConditionTrue(&job.Status, "Succeeded")).To(BeTrue())
@@ -177,7 +177,7 @@ var _ = Describe("TFJob", func() {
 	})
 
 	It("runs a Chief/Worker/Evaluator manifest: the evaluator is outside the cluster spec, the chief decides success", func() {
-		_, err := testutil.ApplyManifest(ctx, k8s, ns, chiefWorkerEvalManifest)
+		_, err := testutil.ApplyManifest(ctx, suite.Client, ns, chiefWorkerEvalManifest)
 		Expect(err).NotTo(HaveOccurred())
 		var pods []corev1.Pod
 		Eventually(func(g Gomega) { pods = podsOf(g, "estimator", 4) }).Should(Succeed())
@@ -199,17 +199,17 @@ var _ = Describe("TFJob", func() {
 			g.Expect(testutil.ConditionTrue(&getJob("estimator").Status, "Running")).To(BeTrue())
 		}).Should(Succeed())
 		// Workers finishing do not finish the job while the chief runs.
-		Expect(testutil.SetPodPhase(ctx, k8s, &pods[2], corev1.PodSucceeded)).To(Succeed())
+		Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[2], corev1.PodSucceeded)).To(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(testutil.ConditionTrue(&getJob("estimator").Status, "Succeeded")).To(BeFalse())
 		}, 2*time.Second).Should(Succeed())
 
-		Expect(testutil.SetPodPhase(ctx, k8s, &chief, corev1.PodSucceeded)).To(Succeed())
+		Expect(testutil.SetPodPhase(ctx, suite.Client, &chief, corev1.PodSucceeded)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(testutil.ConditionTrue(&getJob("estimator").Status, "Succeeded")).To(BeTrue())
 			// cleanPodPolicy Running: the pods still running are deleted,
 			// the finished ones stay.
-			pods, err := testutil.JobPods(ctx, k8s, ns, "estimator")
+			pods, err := testutil.JobPods(ctx, suite.Client, ns, "estimator")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(testutil.PodNames(pods)).To(ConsistOf("estimator-chief-0", "estimator-worker-0"))
 		}).Should(Succeed())
@@ -218,23 +218,23 @@ var _ = Describe("TFJob", func() {
 	It("waits for every worker with successPolicy AllWorkers", func() {
 		job := testutil.MakeTFJob("all-workers", ns).Replica(kubeflowv1.TFJobReplicaTypeWorker, 2).
 			SuccessPolicy(kubeflowv1.SuccessPolicyAllWorkers).Obj()
-		Expect(k8s.Create(ctx, job)).To(Succeed())
+		Expect(suite.Client.Create(ctx, job)).To(Succeed())
 		var pods []corev1.Pod
 		Eventually(func(g Gomega) { pods = podsOf(g, "all-workers", 2) }).Should(Succeed())
-		Expect(testutil.SetPodPhase(ctx, k8s, &pods[0], corev1.PodSucceeded)).To(Succeed())
-		Expect(testutil.SetPodPhase(ctx, k8s, &pods[1], corev1.PodRunning)).To(Succeed())
+		Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[0], corev1.PodSucceeded)).To(Succeed())
+		Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[1], corev1.PodRunning)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(testutil.ConditionTrue(&getJob("all-workers").Status, "Running")).To(BeTrue())
 		}).Should(Succeed())
 		Expect(testutil.ConditionTrue(&getJob("all-workers").Status, "Succeeded")).To(BeFalse())
-		Expect(testutil.SetPodPhase(ctx, k8s, &pods[1], corev1.PodSucceeded)).To(Succeed())
+		Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[1], corev1.PodSucceeded)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(testutil.ConditionTrue(&getJob("all-workers").Status, "Succeeded")).To(BeTrue())
 		}).Should(Succeed())
 	})
 
 	It("gives a single-replica job no TF_CONFIG", func() {
-		Expect(k8s.Create(ctx, testutil.MakeTFJob("local", ns).Replica(kubeflowv1.TFJobReplicaTypeWorker, 1).Obj())).To(Succeed())
+		Expect(suite.Client.Create(ctx, testutil.MakeTFJob("local", ns).Replica(kubeflowv1.TFJobReplicaTypeWorker, 1).Obj())).To(Succeed())
 		Eventually(func(g Gomega) {
 			pods := podsOf(g, "local", 1)
 			_, ok := testutil.EnvValue(&pods[0], "tensorflow", "TF_CONFIG")

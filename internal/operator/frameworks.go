@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
@@ -16,10 +15,12 @@ import (
 
 // frameworks maps an --enable-scheme value to its adapter. Registered here,
 // explicitly, rather than from init functions.
-var frameworks = map[string]func() engine.Framework{
-	"mpijob":     func() engine.Framework { return mpi.Framework{} },
-	"pytorchjob": func() engine.Framework { return pytorch.Framework{} },
-	"tfjob":      func() engine.Framework { return tfjob.Framework{} },
+var frameworks = map[string]func(*Options) engine.Framework{
+	"mpijob": func(o *Options) engine.Framework {
+		return mpi.Framework{KubectlDeliveryImage: o.MPIKubectlDeliveryImage}
+	},
+	"pytorchjob": func(*Options) engine.Framework { return pytorch.Framework{} },
+	"tfjob":      func(*Options) engine.Framework { return tfjob.Framework{} },
 }
 
 // FrameworkNames lists the job kinds the operator can run, sorted.
@@ -40,8 +41,8 @@ func SetupControllers(mgr ctrl.Manager, opts *Options) error {
 		if !ok {
 			return fmt.Errorf("--enable-scheme: unknown job kind %q", name)
 		}
-		fw := newFramework()
-		var recorder events.EventRecorder = mgr.GetEventRecorder(fw.ControllerName())
+		fw := newFramework(opts)
+		recorder := mgr.GetEventRecorder(fw.ControllerName())
 		if err := engine.NewReconciler(mgr.GetClient(), recorder, fw).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up %s: %w", fw.ControllerName(), err)
 		}

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/troupe-ml/troupe/controllers/mpi"
 )
 
 // GangSchedulerNone turns gang scheduling off: pods are scheduled one by one
@@ -24,6 +26,7 @@ var KnownGangBackends = []string{GangSchedulerNone, "volcano", "scheduler-plugin
 
 // Options are the operator's settings, one per flag.
 type Options struct {
+	Kubeconfig              string
 	EnabledSchemes          schemeList
 	Namespace               string
 	MetricsBindAddress      string
@@ -34,23 +37,26 @@ type Options struct {
 	QPS                     float64
 	Burst                   int
 	GangSchedulerName       string
+	MPIKubectlDeliveryImage string
 }
 
 // NewOptions returns the defaults: every framework, all namespaces.
 func NewOptions() *Options {
 	return &Options{
-		EnabledSchemes:         schemeList{values: FrameworkNames()},
-		MetricsBindAddress:     ":8080",
-		HealthProbeBindAddress: ":8081",
-		LeaderElectionID:       "troupe-operator.troupe.dev",
-		QPS:                    50,
-		Burst:                  100,
+		EnabledSchemes:          schemeList{values: FrameworkNames()},
+		MetricsBindAddress:      ":8080",
+		HealthProbeBindAddress:  ":8081",
+		LeaderElectionID:        "troupe-operator.troupe.dev",
+		QPS:                     50,
+		MPIKubectlDeliveryImage: mpi.DefaultKubectlDeliveryImage,
+		Burst:                   100,
 	}
 }
 
 // BindFlags registers the options on a flag set.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Var(&o.EnabledSchemes, "enable-scheme", fmt.Sprintf("Job kinds to run, comma-separated or repeated; one of %s (default: all).", strings.Join(FrameworkNames(), ", ")))
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig (default: $KUBECONFIG, in-cluster, then ~/.kube/config).")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "Watch jobs only in this namespace (default: all namespaces).")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; 0 turns it off.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints.")
@@ -59,6 +65,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader-election Lease (default: the operator's own).")
 	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the API server.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the API server.")
+	fs.StringVar(&o.MPIKubectlDeliveryImage, "mpi-kubectl-delivery-image", o.MPIKubectlDeliveryImage, "Image of the MPIJob launcher's init container that delivers kubectl for kubexec.sh.")
 	fs.StringVar(&o.GangSchedulerName, "gang-scheduler-name", o.GangSchedulerName, fmt.Sprintf("Gang-scheduling backend: %s, or the name of a coscheduling-compatible scheduler; empty means none.", strings.Join(KnownGangBackends, ", ")))
 }
 
@@ -94,6 +101,9 @@ func (o *Options) Validate() error {
 		if msgs := validation.IsDNS1123Subdomain(g); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("--gang-scheduler-name: %q is neither one of %s nor a valid scheduler name: %s", g, strings.Join(KnownGangBackends, ", "), strings.Join(msgs, "; ")))
 		}
+	}
+	if o.MPIKubectlDeliveryImage == "" {
+		errs = append(errs, errors.New("--mpi-kubectl-delivery-image: must not be empty"))
 	}
 	return errors.Join(errs...)
 }

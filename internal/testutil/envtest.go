@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"runtime"
 
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 )
 
 // RepoRoot is the repository root, found from this file's location.
@@ -36,8 +38,10 @@ func StartEnv() (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, or export KUBEBUILDER_ASSETS=$(hack/controlplane.sh)")
 	}
-	if err := kubeflowv1.AddToScheme(scheme.Scheme); err != nil {
-		return nil, err
+	for _, add := range []func(*k8sruntime.Scheme) error{kubeflowv1.AddToScheme, schedulingv1alpha1.AddToScheme} {
+		if err := add(scheme.Scheme); err != nil {
+			return nil, err
+		}
 	}
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},

@@ -3,16 +3,15 @@ package testutil
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/troupe-ml/troupe/internal/operator"
 )
@@ -40,35 +39,27 @@ func WithClientWrapper(wrap func(client.WithWatch) client.Client) OperatorOption
 	}
 }
 
-// StartOperator runs the controllers of the given job kinds against the
-// API server until Stop.
+// StartOperator runs the operator exactly as cmd/operator does
+// (operator.Run), with the controllers of the given job kinds, until Stop.
 func StartOperator(cfg *rest.Config, schemes []string, options ...OperatorOption) (*Operator, error) {
-	opts := operator.NewOptions()
+	args := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}
 	for _, s := range schemes {
-		if err := opts.EnabledSchemes.Set(s); err != nil {
-			return nil, err
-		}
+		args = append(args, "--enable-scheme="+s)
 	}
-	mgrOpts := ctrl.Options{
-		Scheme:                 scheme.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Several managers run one after another in one process.
-		Controller: config.Controller{SkipNameValidation: ptrTo(true)},
-	}
-	for _, o := range options {
-		o(&mgrOpts)
-	}
-	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	opts, err := operator.ParseFlags(args, io.Discard)
 	if err != nil {
 		return nil, err
 	}
-	if err := operator.SetupControllers(mgr, opts); err != nil {
-		return nil, err
+	tuning := []func(*ctrl.Options){func(o *ctrl.Options) {
+		// Several managers run one after another in one process.
+		o.Controller = config.Controller{SkipNameValidation: ptrTo(true)}
+	}}
+	for _, o := range options {
+		tuning = append(tuning, o)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &Operator{cancel: cancel, done: make(chan error, 1)}
-	go func() { op.done <- mgr.Start(ctx) }()
+	go func() { op.done <- operator.Run(ctx, cfg, opts, tuning...) }()
 	return op, nil
 }
 

@@ -11,8 +11,9 @@
 package v1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -20,8 +21,21 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "kubeflow.org", Version: "v1"}
 
 	// SchemeBuilder registers the job kinds with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the job kinds to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&TFJob{},
+		&TFJobList{},
+		&PyTorchJob{},
+		&PyTorchJobList{},
+		&MPIJob{},
+		&MPIJobList{},
+	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -81,10 +81,6 @@ type MPIJobList struct {
 	Items           []MPIJob `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&MPIJob{}, &MPIJobList{})
-}
-
 // Default fills in what upstream's defaulting fills in: canonical replica
 // type names, replicas (one launcher, zero workers), restart policy and
 // cleanPodPolicy; it also settles the deprecated spec.cleanPodPolicy into

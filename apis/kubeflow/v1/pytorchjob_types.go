@@ -81,10 +81,6 @@ type PyTorchJobList struct {
 	Items           []PyTorchJob `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&PyTorchJob{}, &PyTorchJobList{})
-}
-
 // Default fills in what upstream's defaulting fills in: canonical replica
 // type names, replicas, restart policy, the pytorch container's port,
 // cleanPodPolicy, elastic bounds and nprocPerNode. It uses upstream's own

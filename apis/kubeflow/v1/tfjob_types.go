@@ -81,10 +81,6 @@ type TFJobList struct {
 	Items           []TFJob `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&TFJob{}, &TFJobList{})
-}
-
 // Default fills in what upstream's defaulting fills in: canonical replica
 // type names, replicas, restart policy, the tensorflow container's port,
 // cleanPodPolicy and successPolicy. It uses upstream's own defaulting.

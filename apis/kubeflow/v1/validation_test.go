@@ -117,7 +117,7 @@ func mpiJob(mods ...mod) *unstructured.Unstructured {
 func create(ctx context.Context, job *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	u := job.DeepCopy()
 	u.SetNamespace(ns)
-	return u, k8s.Create(ctx, u)
+	return u, suite.Client.Create(ctx, u)
 }
 
 // get reads a job back from the API server.
@@ -125,7 +125,7 @@ func get(ctx context.Context, kind, name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("kubeflow.org/v1")
 	u.SetKind(kind)
-	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)).To(Succeed())
+	Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)).To(Succeed())
 	return u
 }
 
@@ -213,7 +213,7 @@ var _ = Describe("Job validation", func() {
 			crd := &unstructured.Unstructured{}
 			crd.SetAPIVersion("apiextensions.k8s.io/v1")
 			crd.SetKind("CustomResourceDefinition")
-			Expect(k8s.Get(ctx, client.ObjectKey{Name: plural + ".kubeflow.org"}, crd)).To(Succeed())
+			Expect(suite.Client.Get(ctx, client.ObjectKey{Name: plural + ".kubeflow.org"}, crd)).To(Succeed())
 			versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 			Expect(versions).To(HaveLen(1), "%s: served versions", plural)
 			schema := versions[0].(obj)["schema"].(obj)["openAPIV3Schema"].(obj)
@@ -508,7 +508,7 @@ var _ = Describe("Job validation", func() {
 		func(ctx context.Context, manifest string) {
 			sent := &unstructured.Unstructured{}
 			Expect(yaml.Unmarshal([]byte(manifest), &sent.Object)).To(Succeed())
-			_, err := testutil.ApplyManifest(ctx, k8s, ns, manifest)
+			_, err := testutil.ApplyManifest(ctx, suite.Client, ns, manifest)
 			Expect(err).NotTo(HaveOccurred())
 			expectStoredIntact(ctx, sent, sent.GetName())
 		},
@@ -533,11 +533,11 @@ var _ = Describe("Job validation", func() {
 			// shows the rejection below is the queue's.
 			u = get(ctx, job.GetKind(), name)
 			Expect(unstructured.SetNestedField(u.Object, true, "spec", "runPolicy", "suspend")).To(Succeed())
-			Expect(k8s.Update(ctx, u)).To(Succeed())
+			Expect(suite.Client.Update(ctx, u)).To(Succeed())
 
 			u = get(ctx, job.GetKind(), name)
 			Expect(unstructured.SetNestedField(u.Object, "team-b", "spec", "runPolicy", "schedulingPolicy", "queue")).To(Succeed())
-			err = k8s.Update(ctx, u)
+			err = suite.Client.Update(ctx, u)
 			expectInvalid(err, job, "spec.runPolicy.schedulingPolicy.queue", "immutable")
 
 			queue, _, _ := unstructured.NestedString(get(ctx, job.GetKind(), name).Object, "spec", "runPolicy", "schedulingPolicy", "queue")

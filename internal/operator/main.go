@@ -1,0 +1,123 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+)
+
+// The operator's permissions, generated into config/rbac by `make generate`.
+// Pods and pods/exec are listed because the MPI launcher's Role grants
+// them, and Kubernetes lets a controller grant only what it holds itself.
+//
+// +kubebuilder:rbac:groups=kubeflow.org,resources=tfjobs;pytorchjobs;mpijobs,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=kubeflow.org,resources=tfjobs/status;pytorchjobs/status;mpijobs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=pods;services;configmaps;serviceaccounts,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods/exec,verbs=create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Main parses the command line, validates it and runs the operator until
+// the context ends. It returns the process exit code: 2 for bad flags, 1
+// when the operator fails.
+func Main(ctx context.Context, args []string, stderr io.Writer) int {
+	opts, err := ParseFlags(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, err)
+		}
+		return 2
+	}
+	cfg, err := loadConfig(opts.Kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "load kubeconfig: %v\n", err)
+		return 1
+	}
+	if err := Run(ctx, cfg, opts); err != nil {
+		fmt.Fprintf(stderr, "operator stopped: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// ParseFlags parses and validates the operator's flags; the error names
+// every invalid flag and what it allows.
+func ParseFlags(args []string, stderr io.Writer) (*Options, error) {
+	opts := NewOptions()
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	opts.BindFlags(fs)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid flags:\n%w", err)
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	return opts, nil
+}
+
+// loadConfig reads the kubeconfig the flag names, or else follows
+// controller-runtime's rules: $KUBECONFIG, in-cluster, ~/.kube/config.
+func loadConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrlconfig.GetConfig()
+}
+
+// Run starts the manager with the enabled controllers. Tuning functions
+// adjust the manager's options; tests use them to run several managers in
+// one process.
+func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*ctrl.Options)) error {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(kubeflowv1.AddToScheme(scheme))
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(opts.QPS), opts.Burst
+
+	mgrOpts := ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		LeaderElection:          opts.LeaderElect,
+		LeaderElectionID:        opts.LeaderElectionID,
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+	}
+	if opts.Namespace != "" {
+		mgrOpts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}}
+	}
+	for _, tune := range tuning {
+		tune(&mgrOpts)
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := SetupControllers(mgr, opts); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}

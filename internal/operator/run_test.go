@@ -1,0 +1,107 @@
+package operator_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/yaml"
+
+	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	"github.com/troupe-ml/troupe/internal/operator"
+	"github.com/troupe-ml/troupe/internal/testutil"
+)
+
+// These specs run the operator exactly as cmd/operator does (operator.Run
+// with parsed flags), under the ServiceAccount and ClusterRole that
+// config/rbac/operator holds, so they prove the flags and the generated
+// permissions, not just the controllers.
+var _ = Describe("operator.Run", func() {
+	var ctx context.Context
+
+	BeforeEach(func() { ctx = context.Background() })
+
+	// runAs starts the operator with the flags, as a ServiceAccount bound to
+	// the generated ClusterRole, and stops it when the spec ends.
+	runAs := func(args ...string) {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{GenerateName: "troupe-", Namespace: "default"}}
+		Expect(suite.Client.Create(ctx, sa)).To(Succeed())
+		raw, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "config", "rbac", "operator", "role.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		role := &rbacv1.ClusterRole{}
+		Expect(yaml.Unmarshal(raw, role)).To(Succeed())
+		role.Name = sa.Name
+		Expect(suite.Client.Create(ctx, role)).To(Succeed())
+		Expect(suite.Client.Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: sa.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}},
+		})).To(Succeed())
+
+		cfg := rest.CopyConfig(suite.Env.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:default:" + sa.Name}
+		opts, err := operator.ParseFlags(append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}, args...), GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		// Controller names are unique per process unless told otherwise;
+		// every spec here starts its own manager.
+		skipNameValidation := func(o *ctrl.Options) { o.Controller.SkipNameValidation = ptr.To(true) }
+		go func() { done <- operator.Run(runCtx, cfg, opts, skipNameValidation) }()
+		DeferCleanup(func() {
+			cancel()
+			Eventually(done).Should(Receive(BeNil()))
+		})
+	}
+	newNamespace := func() string {
+		ns, err := testutil.CreateNamespace(ctx, suite.Client, "run")
+		Expect(err).NotTo(HaveOccurred())
+		return ns.Name
+	}
+	podCount := func(ns, job string) func() (int, error) {
+		return func() (int, error) {
+			pods, err := testutil.JobPods(ctx, suite.Client, ns, job)
+			return len(pods), err
+		}
+	}
+
+	It("runs every kind with the generated permissions, MPI launcher RBAC included", func() {
+		runAs()
+		ns := newNamespace()
+		Expect(suite.Client.Create(ctx, testutil.MakeTFJob("tf", ns).Replica(kubeflowv1.TFJobReplicaTypeWorker, 2).Obj())).To(Succeed())
+		Expect(suite.Client.Create(ctx, testutil.MakeMPIJob("mpi", ns).Launcher().Workers(2).Obj())).To(Succeed())
+		Eventually(podCount(ns, "tf")).Should(Equal(2))
+		Eventually(podCount(ns, "mpi")).Should(Equal(3), "the operator may create the launcher's Role only if it holds pods/exec itself")
+		Eventually(func(g Gomega) {
+			var roles rbacv1.RoleList
+			g.Expect(suite.Client.List(ctx, &roles)).To(Succeed())
+			names := []string{}
+			for _, r := range roles.Items {
+				if r.Namespace == ns {
+					names = append(names, r.Name)
+				}
+			}
+			g.Expect(names).To(ConsistOf("mpi-launcher"))
+		}).Should(Succeed())
+	})
+
+	It("watches only the namespace and the kinds the flags name", func() {
+		watched, other := newNamespace(), newNamespace()
+		runAs("--namespace="+watched, "--enable-scheme=tfjob")
+		Expect(suite.Client.Create(ctx, testutil.MakeTFJob("tf", watched).Replica(kubeflowv1.TFJobReplicaTypeWorker, 1).Obj())).To(Succeed())
+		Expect(suite.Client.Create(ctx, testutil.MakeTFJob("tf", other).Replica(kubeflowv1.TFJobReplicaTypeWorker, 1).Obj())).To(Succeed())
+		Expect(suite.Client.Create(ctx, testutil.MakeMPIJob("mpi", watched).Launcher().Workers(1).Obj())).To(Succeed())
+		Eventually(podCount(watched, "tf")).Should(Equal(1))
+		Consistently(podCount(other, "tf"), 2*time.Second).Should(BeZero())
+		Consistently(podCount(watched, "mpi"), time.Second).Should(BeZero())
+	})
+})
