@@ -93,6 +93,24 @@ func (e *expectations) satisfied(job string, cached []observedObject, now time.T
 	return false
 }
 
+// createFailed drops the expectation of a creation the API server refused.
+func (e *expectations) createFailed(job, key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if je, ok := e.byJob[job]; ok {
+		delete(je.creates, key)
+	}
+}
+
+// deleteFailed drops the expectation of a deletion the API server refused.
+func (e *expectations) deleteFailed(job string, uid types.UID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if je, ok := e.byJob[job]; ok {
+		delete(je.deletes, uid)
+	}
+}
+
 // forget drops everything expected for a job that is gone.
 func (e *expectations) forget(job string) {
 	e.mu.Lock()

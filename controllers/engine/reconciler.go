@@ -157,13 +157,13 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) error {
 	if status.StartTime == nil {
 		status.StartTime = s.now.DeepCopy()
 	}
-	if exceeded, remaining := pastActiveDeadline(s.job.GetRunPolicy(), status, s.now.Time); exceeded {
+	exceeded, remaining := pastActiveDeadline(s.job.GetRunPolicy(), status, s.now.Time)
+	if exceeded {
 		msg := fmt.Sprintf("%s %s has run longer than activeDeadlineSeconds (%ds).", kind, s.job.GetName(), *s.job.GetRunPolicy().ActiveDeadlineSeconds)
 		r.failJob(s, ReasonDeadlineExceeded, msg)
 		return nil
-	} else {
-		s.requeueAt(remaining)
 	}
+	s.requeueAt(remaining)
 
 	if d, ok := r.fw.(DependentsReconciler); ok {
 		if err := d.ReconcileDependents(ctx, r.client, s.job); err != nil {

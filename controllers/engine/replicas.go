@@ -183,7 +183,7 @@ func (r *Reconciler) createPod(ctx context.Context, s *scope, rtype kubeflowv1.R
 			// until it catches up.
 			return nil
 		}
-		r.expect.forget(s.key)
+		r.expect.createFailed(s.key, "pod/"+pod.Name)
 		r.event(s.job, corev1.EventTypeWarning, "FailedCreatePod", fmt.Sprintf("Error creating pod %s: %v", pod.Name, err))
 		return fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
@@ -213,7 +213,7 @@ func (r *Reconciler) createService(ctx context.Context, s *scope, rtype kubeflow
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
-		r.expect.forget(s.key)
+		r.expect.createFailed(s.key, "service/"+svc.Name)
 		r.event(s.job, corev1.EventTypeWarning, "FailedCreateService", fmt.Sprintf("Error creating service %s: %v", svc.Name, err))
 		return fmt.Errorf("create service %s: %w", svc.Name, err)
 	}
@@ -227,7 +227,7 @@ func (r *Reconciler) deletePod(ctx context.Context, s *scope, pod *corev1.Pod) e
 	r.expect.expectDelete(s.key, pod.UID, s.now.Time)
 	err := r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		r.expect.forget(s.key)
+		r.expect.deleteFailed(s.key, pod.UID)
 		return fmt.Errorf("delete pod %s: %w", pod.Name, err)
 	}
 	r.event(s.job, corev1.EventTypeNormal, "SuccessfulDeletePod", "Deleted pod: "+pod.Name)
@@ -238,7 +238,7 @@ func (r *Reconciler) deleteService(ctx context.Context, s *scope, svc *corev1.Se
 	r.expect.expectDelete(s.key, svc.UID, s.now.Time)
 	err := r.client.Delete(ctx, svc, client.Preconditions{UID: &svc.UID})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		r.expect.forget(s.key)
+		r.expect.deleteFailed(s.key, svc.UID)
 		return fmt.Errorf("delete service %s: %w", svc.Name, err)
 	}
 	return nil

@@ -1,0 +1,160 @@
+// Package actions holds the steps of a scheduling cycle. Each implements
+// framework.Action and runs on a session; allocate is the first. Enqueue
+// (admit a gang only if it fits node by node), backfill and preempt will
+// sit beside it.
+package actions
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+	"github.com/troupe-ml/troupe/gangscheduler/framework"
+)
+
+// Reasons allocate records (framework.Unschedulable), in the PodGroup API's
+// words.
+const (
+	ReasonNotEnoughResources = "NotEnoughResources"
+	ReasonQueueNotFound      = "QueueNotFound"
+	ReasonQueueClosed        = "QueueClosed"
+)
+
+// Allocate places gangs all-or-nothing. Queue by queue and job by job in
+// the session's order, it places every pending task of a job in one
+// statement (each task on its best feasible node) and commits the statement
+// only if the job is then ready; otherwise it discards it, so the gang
+// binds nothing and what it took is free for the next job.
+type Allocate struct{}
+
+// NewAllocate returns the allocate action.
+func NewAllocate() *Allocate { return &Allocate{} }
+
+// Name is "allocate".
+func (*Allocate) Name() string { return "allocate" }
+
+// Execute runs allocate on the session.
+func (a *Allocate) Execute(ssn *framework.Session) {
+	perQueue := map[api.QueueID][]*api.JobInfo{}
+	for _, job := range ssn.Jobs {
+		if !job.HasPendingTasks() {
+			continue
+		}
+		q, ok := ssn.Queues[job.Queue]
+		switch {
+		case !ok:
+			ssn.RecordUnschedulable(job.UID, ReasonQueueNotFound, fmt.Sprintf("queue %q does not exist", job.Queue))
+			continue
+		case !q.IsOpen():
+			ssn.RecordUnschedulable(job.UID, ReasonQueueClosed, fmt.Sprintf("queue %q is closed", job.Queue))
+			continue
+		}
+		if r := ssn.JobValid(job); r != nil {
+			ssn.RecordUnschedulable(job.UID, r.Reason, r.Message)
+			continue
+		}
+		perQueue[q.Name] = append(perQueue[q.Name], job)
+	}
+	queues := make([]*api.QueueInfo, 0, len(perQueue))
+	for name, jobs := range perQueue {
+		slices.SortFunc(jobs, ssn.JobCompare)
+		queues = append(queues, ssn.Queues[name])
+	}
+
+	// Take one job at a time from the first queue in order. The queue order
+	// is asked again before every job, so an order that depends on what
+	// queues hold (a share plugin) sees this session's placements.
+	for len(queues) > 0 {
+		qi := 0
+		for i := 1; i < len(queues); i++ {
+			if ssn.QueueCompare(queues[i], queues[qi]) < 0 {
+				qi = i
+			}
+		}
+		name := queues[qi].Name
+		job := perQueue[name][0]
+		perQueue[name] = perQueue[name][1:]
+		if len(perQueue[name]) == 0 {
+			queues = slices.Delete(queues, qi, qi+1)
+		}
+		a.allocateJob(ssn, job)
+	}
+}
+
+// allocateJob tries to place job's pending tasks as one gang.
+func (a *Allocate) allocateJob(ssn *framework.Session, job *api.JobInfo) {
+	tasks := job.PendingTasks()
+	slices.SortStableFunc(tasks, ssn.TaskCompare)
+
+	stmt := ssn.Statement()
+	ready := job.ReadyCount()
+	// A class that found no node finds none for its next task either: the
+	// statement only fills nodes, and the class fixes every input of the
+	// predicates. So its other tasks are skipped, not searched again.
+	failed := map[*framework.Class]bool{}
+	var firstFailure string
+	for i, task := range tasks {
+		if ready+int32(stmt.Len())+int32(len(tasks)-i) < job.MinMember {
+			break // even placing every remaining task cannot make the gang
+		}
+		cls := ssn.ClassOf(task)
+		if cls != nil && failed[cls] {
+			continue
+		}
+		node := bestNode(ssn, cls, task)
+		if node == nil {
+			if cls != nil {
+				failed[cls] = true
+			}
+			if firstFailure == "" {
+				firstFailure = fmt.Sprintf("pod %s: %s", task.Key(), ssn.Diagnose(task))
+			}
+			continue
+		}
+		if err := stmt.Allocate(task, node); err != nil {
+			// Cannot happen for a pending task of this session; keep going
+			// without it rather than abort the cycle.
+			if firstFailure == "" {
+				firstFailure = err.Error()
+			}
+			continue
+		}
+	}
+
+	placed := stmt.Len()
+	if placed > 0 && ssn.JobReady(job) {
+		stmt.Commit()
+		if firstFailure != "" {
+			ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, "some pods were not placed: "+firstFailure)
+		}
+		return
+	}
+	stmt.Discard()
+	msg := "no pod could be placed"
+	if placed > 0 {
+		msg = fmt.Sprintf("gang not ready with %d pods placed (%d already running or bound, minMember %d): nothing bound",
+			placed, ready, job.MinMember)
+	}
+	if firstFailure != "" {
+		msg += "; " + firstFailure
+	}
+	ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, msg)
+}
+
+// bestNode returns the feasible node with the highest score for task, nil if
+// none fits. NodeList is sorted by name and only a strictly higher score
+// replaces the best, so ties go to the first name: the choice is
+// deterministic.
+func bestNode(ssn *framework.Session, cls *framework.Class, task *api.TaskInfo) *api.NodeInfo {
+	var best *api.NodeInfo
+	var bestScore int64
+	for _, n := range ssn.NodeList {
+		if !ssn.PredicateWithClass(cls, task, n).Fit {
+			continue
+		}
+		if s := ssn.NodeScore(task, n); best == nil || s > bestScore {
+			best, bestScore = n, s
+		}
+	}
+	return best
+}

@@ -1,0 +1,96 @@
+package actions_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/troupe-ml/troupe/gangscheduler/actions"
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
+	"github.com/troupe-ml/troupe/gangscheduler/framework"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins"
+)
+
+// benchCluster is the design's benchmark workload: a fifth of the nodes
+// CPU-only (node-pool=cpu), the rest with 8 GPUs; gangs of one CPU master
+// pinned to the CPU pool and workers with 2 GPUs each (three in the
+// design).
+func benchCluster(nodes, gangs, workers int) cluster {
+	var c cluster
+	for i := range nodes {
+		if i < nodes/5 {
+			c.nodes = append(c.nodes, st.MakeNode(fmt.Sprintf("cpu-%05d", i)).Capacity("32", "128Gi", 0).Label("node-pool", "cpu").Obj())
+		} else {
+			c.nodes = append(c.nodes, st.MakeNode(fmt.Sprintf("gpu-%05d", i)).Capacity("64", "512Gi", 8).Label("node-pool", "gpu").Obj())
+		}
+	}
+	for g := range gangs {
+		name := fmt.Sprintf("job-%05d", g)
+		c.jobs = append(c.jobs, st.MakeJob("bench", name).MinMember(int32(1+workers)).
+			MinTaskMember("Master", 1).MinTaskMember("Worker", int32(workers)).Obj())
+		c.pods = append(c.pods, st.MakePod("bench", name+"-master-0").Job(name).Role("Master").
+			Req("1", "4Gi").NodeSelector("node-pool", "cpu").Obj())
+		for w := range workers {
+			c.pods = append(c.pods, st.MakePod("bench", fmt.Sprintf("%s-worker-%d", name, w)).Job(name).Role("Worker").
+				Req("4", "16Gi").GPU(2).Obj())
+		}
+	}
+	return c
+}
+
+// BenchmarkAllocate times one allocate session (plugins, predicates with
+// the class cache, scoring, statements) on a prepared snapshot, and reports
+// how many static predicate evaluations it took next to classes x nodes
+// and pods x nodes. The third size has bigger gangs (1 master + 15
+// workers), where the two differ most.
+//
+//	go test -run=NONE -bench=. -benchtime=1x ./gangscheduler/actions/
+func BenchmarkAllocate(b *testing.B) {
+	for _, size := range []struct{ nodes, gangs, workers int }{{1000, 500, 3}, {5000, 2000, 3}, {1000, 100, 15}} {
+		b.Run(fmt.Sprintf("nodes=%d/gangs=%d/workers=%d", size.nodes, size.gangs, size.workers), func(b *testing.B) {
+			c := benchCluster(size.nodes, size.gangs, size.workers)
+			var stats framework.Stats
+			var bound int
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				jobs := make([]*api.JobInfo, len(c.jobs))
+				for i, j := range c.jobs {
+					cp := *j
+					jobs[i] = &cp
+				}
+				snap := st.MustSnapshot(c.nodes, c.pods, jobs)
+				b.StartTimer()
+
+				ssn := framework.OpenSession(snap, plugins.Default()...)
+				ssn.Run(actions.NewAllocate())
+
+				b.StopTimer()
+				stats, bound = ssn.Stats(), len(ssn.Bindings())
+				if bound != len(c.pods) {
+					b.Fatalf("bound %d of %d pods: %v", bound, len(c.pods), firstN(ssn.Unschedulable(), 3))
+				}
+				b.StartTimer()
+			}
+			pods := len(c.pods)
+			b.ReportMetric(float64(stats.PredicateEvaluations), "predicate-evals/op")
+			b.ReportMetric(float64(stats.Classes), "classes/op")
+			b.ReportMetric(float64(stats.Classes*size.nodes), "classes*nodes/op")
+			b.ReportMetric(float64(pods*size.nodes), "pods*nodes/op")
+			b.ReportMetric(float64(bound), "pods-bound/op")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(pods), "ns/pod")
+		})
+	}
+}
+
+func firstN(m map[api.JobID]framework.Unschedulable, n int) []string {
+	var out []string
+	for k, v := range m {
+		if len(out) == n {
+			break
+		}
+		out = append(out, string(k)+": "+v.Message)
+	}
+	return out
+}

@@ -1,0 +1,160 @@
+package api
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// NodeInfo is a node and what the pods on it take.
+//
+// Used counts every pod assigned to the node that is not terminal: this
+// scheduler's, other schedulers', static and terminating pods alike, since
+// the kubelet admits against all of them. Idle is kept equal to
+// Allocatable - Used as tasks come and go, so the resource fit check is one
+// comparison against Idle.
+type NodeInfo struct {
+	Name string
+	Node *corev1.Node
+	// Index is the node's position in Snapshot.NodeList (sorted by name).
+	// Per-node caches are slices indexed by it rather than maps.
+	Index int
+
+	Allocatable Resource
+	Used        Resource
+	Idle        Resource
+
+	// Tasks are the tasks that occupy the node, by UID.
+	Tasks map[TaskID]*TaskInfo
+
+	ports hostPortSet
+}
+
+// NewNodeInfo returns an empty node: all of status.allocatable is idle. As in
+// kube-scheduler, a node that reports no allocatable pods accepts none.
+func NewNodeInfo(node *corev1.Node) *NodeInfo {
+	alloc := NewResource(node.Status.Allocatable)
+	return &NodeInfo{
+		Name:        node.Name,
+		Node:        node,
+		Allocatable: alloc,
+		Idle:        alloc.Clone(),
+		Tasks:       map[TaskID]*TaskInfo{},
+	}
+}
+
+// AddTask accounts a task on the node: it takes the task's requests and host
+// ports. It is how the snapshot loads the pods already there and how a
+// statement places a task tentatively.
+func (n *NodeInfo) AddTask(t *TaskInfo) error {
+	if _, ok := n.Tasks[t.UID]; ok {
+		return fmt.Errorf("node %s: task %s (uid %s) added twice", n.Name, t.Key(), t.UID)
+	}
+	n.Tasks[t.UID] = t
+	n.Used.Add(&t.Resreq)
+	n.Idle.Sub(&t.Resreq)
+	for _, p := range t.HostPorts {
+		n.ports.add(p)
+	}
+	return nil
+}
+
+// RemoveTask gives back what AddTask took.
+func (n *NodeInfo) RemoveTask(t *TaskInfo) error {
+	if _, ok := n.Tasks[t.UID]; !ok {
+		return fmt.Errorf("node %s: task %s (uid %s) is not on it", n.Name, t.Key(), t.UID)
+	}
+	delete(n.Tasks, t.UID)
+	n.Used.Sub(&t.Resreq)
+	n.Idle.Add(&t.Resreq)
+	for _, p := range t.HostPorts {
+		n.ports.remove(p)
+	}
+	return nil
+}
+
+// PortsConflict reports whether any of the wanted host ports is already in
+// use on the node, with kube-scheduler's rule: a port bound on 0.0.0.0
+// conflicts with the same protocol and port on every IP, and a port on one IP
+// conflicts with itself and with 0.0.0.0.
+func (n *NodeInfo) PortsConflict(want []corev1.ContainerPort) bool {
+	for _, p := range want {
+		if n.ports.conflicts(p) {
+			return true
+		}
+	}
+	return false
+}
+
+const bindAllHostIP = "0.0.0.0"
+
+type protoPort struct {
+	protocol corev1.Protocol
+	port     int32
+}
+
+type hostPort struct {
+	ip string
+	protoPort
+}
+
+// hostPortSet counts the host ports in use on a node. Counts rather than a
+// set, so that removing one of two pods that (wrongly, e.g. placed by hand)
+// share a port does not free it. anyIP counts per (protocol, port) over all
+// IPs, so the 0.0.0.0 check is one lookup.
+type hostPortSet struct {
+	byIP  map[hostPort]int
+	anyIP map[protoPort]int
+}
+
+func sanitize(p corev1.ContainerPort) hostPort {
+	ip, proto := p.HostIP, p.Protocol
+	if ip == "" {
+		ip = bindAllHostIP
+	}
+	if proto == "" {
+		proto = corev1.ProtocolTCP
+	}
+	return hostPort{ip: ip, protoPort: protoPort{protocol: proto, port: p.HostPort}}
+}
+
+func (s *hostPortSet) add(p corev1.ContainerPort) {
+	if p.HostPort <= 0 {
+		return
+	}
+	if s.byIP == nil {
+		s.byIP = map[hostPort]int{}
+		s.anyIP = map[protoPort]int{}
+	}
+	hp := sanitize(p)
+	s.byIP[hp]++
+	s.anyIP[hp.protoPort]++
+}
+
+func (s *hostPortSet) remove(p corev1.ContainerPort) {
+	if p.HostPort <= 0 || s.byIP == nil {
+		return
+	}
+	hp := sanitize(p)
+	if s.byIP[hp]--; s.byIP[hp] <= 0 {
+		delete(s.byIP, hp)
+	}
+	if s.anyIP[hp.protoPort]--; s.anyIP[hp.protoPort] <= 0 {
+		delete(s.anyIP, hp.protoPort)
+	}
+}
+
+func (s *hostPortSet) conflicts(p corev1.ContainerPort) bool {
+	if p.HostPort <= 0 || len(s.byIP) == 0 {
+		return false
+	}
+	hp := sanitize(p)
+	if hp.ip == bindAllHostIP {
+		return s.anyIP[hp.protoPort] > 0
+	}
+	if s.byIP[hp] > 0 {
+		return true
+	}
+	hp.ip = bindAllHostIP
+	return s.byIP[hp] > 0
+}

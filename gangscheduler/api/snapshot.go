@@ -1,0 +1,147 @@
+package api
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// QueueState says whether a queue takes new work.
+type QueueState string
+
+const (
+	// QueueOpen queues get their jobs scheduled.
+	QueueOpen QueueState = "Open"
+	// QueueClosed queues keep what runs but get nothing new placed.
+	QueueClosed QueueState = "Closed"
+)
+
+// QueueInfo is one queue.
+type QueueInfo struct {
+	Name QueueID
+	// Weight is the queue's share of the cluster relative to other queues.
+	Weight int32
+	// Capability caps what the queue's jobs may hold in total; a zero
+	// Capability means no cap. Carried for the queue-share plugin; the
+	// allocate action does not read it.
+	Capability Resource
+	State      QueueState
+}
+
+// IsOpen reports whether the queue takes new work.
+func (q *QueueInfo) IsOpen() bool { return q.State != QueueClosed }
+
+// Snapshot is the cluster as one scheduling cycle sees it. A session takes
+// ownership and changes it as it places tasks (task status, node
+// accounting); the cache builds a fresh one for every cycle.
+type Snapshot struct {
+	Nodes map[string]*NodeInfo
+	// NodeList is every node sorted by name; NodeList[i].Index == i. Scanning
+	// it in order makes "first best node" deterministic.
+	NodeList []*NodeInfo
+	Jobs     map[JobID]*JobInfo
+	Queues   map[QueueID]*QueueInfo
+}
+
+// JobOfFunc tells which gang a pod belongs to, if any. The cache provides it
+// (it knows the PodGroup annotation or label); tests use their own.
+type JobOfFunc func(pod *corev1.Pod) (JobID, bool)
+
+// Cluster is the plain input of a snapshot.
+type Cluster struct {
+	Nodes []*corev1.Node
+	// Pods is every pod in the cluster, whoever schedules it.
+	Pods []*corev1.Pod
+	// Jobs are the gangs (one per PodGroup), without tasks: NewSnapshot adds
+	// each pod to the job JobOf names.
+	Jobs   []*JobInfo
+	Queues []*QueueInfo
+	// JobOf may be nil: then no pod belongs to a gang.
+	JobOf JobOfFunc
+}
+
+// NewSnapshot builds a snapshot from plain lists:
+//   - every node;
+//   - every pod with a node that is not terminal is accounted on it, whoever
+//     scheduled it (pods on nodes not in the list are ignored: they cannot
+//     take room on a node this scheduler may use);
+//   - a pod whose job (JobOf) is one of Jobs becomes a task of that job;
+//     pending pods of no known job are left alone (the cache will see their
+//     PodGroup later).
+//
+// Duplicate names or UIDs are errors: they would double-count resources.
+func NewSnapshot(c Cluster) (*Snapshot, error) {
+	s := &Snapshot{
+		Nodes:    make(map[string]*NodeInfo, len(c.Nodes)),
+		NodeList: make([]*NodeInfo, 0, len(c.Nodes)),
+		Jobs:     make(map[JobID]*JobInfo, len(c.Jobs)),
+		Queues:   make(map[QueueID]*QueueInfo, len(c.Queues)),
+	}
+	for _, n := range c.Nodes {
+		if _, ok := s.Nodes[n.Name]; ok {
+			return nil, fmt.Errorf("node %s listed twice", n.Name)
+		}
+		ni := NewNodeInfo(n)
+		s.Nodes[n.Name] = ni
+		s.NodeList = append(s.NodeList, ni)
+	}
+	slices.SortFunc(s.NodeList, func(a, b *NodeInfo) int { return strings.Compare(a.Name, b.Name) })
+	for i, n := range s.NodeList {
+		n.Index = i
+	}
+	for _, q := range c.Queues {
+		if _, ok := s.Queues[q.Name]; ok {
+			return nil, fmt.Errorf("queue %s listed twice", q.Name)
+		}
+		s.Queues[q.Name] = q
+	}
+	for _, j := range c.Jobs {
+		if _, ok := s.Jobs[j.UID]; ok {
+			return nil, fmt.Errorf("job %s listed twice", j.UID)
+		}
+		if len(j.Tasks) != 0 {
+			return nil, fmt.Errorf("job %s: NewSnapshot adds tasks from Pods; got a job with tasks", j.UID)
+		}
+		s.Jobs[j.UID] = j
+	}
+	seen := make(map[TaskID]struct{}, len(c.Pods))
+	for _, pod := range c.Pods {
+		if pod.UID == "" {
+			return nil, fmt.Errorf("pod %s/%s has no UID", pod.Namespace, pod.Name)
+		}
+		if _, ok := seen[TaskID(pod.UID)]; ok {
+			return nil, fmt.Errorf("pod %s/%s: UID %s listed twice", pod.Namespace, pod.Name, pod.UID)
+		}
+		seen[TaskID(pod.UID)] = struct{}{}
+
+		var job *JobInfo
+		if c.JobOf != nil {
+			if id, ok := c.JobOf(pod); ok {
+				job = s.Jobs[id]
+			}
+		}
+		var t *TaskInfo
+		if job != nil {
+			t = NewTaskInfo(job.UID, pod)
+			if err := job.AddTask(t); err != nil {
+				return nil, err
+			}
+		} else {
+			if pod.Spec.NodeName == "" {
+				continue // another scheduler's pending pod, or a gang not yet known
+			}
+			t = NewTaskInfo("", pod)
+		}
+		if t.NodeName == "" || !t.Status.OccupiesNode() {
+			continue
+		}
+		if n, ok := s.Nodes[t.NodeName]; ok {
+			if err := n.AddTask(t); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,257 @@
+package api
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"hash/fnv"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+)
+
+// TaskInfo is one pod as the scheduler sees it.
+//
+// The scalar fields are derived from Pod once, when the task is made, so the
+// hot path never recomputes them. NodeName and Status change as a session
+// places the task; Pod does not.
+type TaskInfo struct {
+	UID       TaskID
+	Namespace string
+	Name      string
+	// Job is the gang the task belongs to, "" for pods no PodGroup owns (other
+	// schedulers' pods, static pods): they only take node resources.
+	Job JobID
+	// Role is the pod's TaskRoleAnnotation, "" if unset.
+	Role string
+
+	Pod *corev1.Pod
+	// Resreq is what the pod takes from a node (see PodRequests).
+	Resreq Resource
+	// ScalarRequests lists Resreq's non-zero scalars sorted by name: the hot
+	// path walks this slice instead of starting a map iteration.
+	ScalarRequests []ScalarQuantity
+	// HostPorts are the host ports the pod binds on its node.
+	HostPorts []corev1.ContainerPort
+	// Priority is the pod's priority (spec.priority, 0 if unset).
+	Priority          int32
+	CreationTimestamp time.Time
+
+	NodeName string
+	Status   TaskStatus
+
+	// RequiredAffinity is the parsed nodeSelector plus required node
+	// affinity. Parsing builds label selectors, so it is done once per task,
+	// not once per node.
+	RequiredAffinity nodeaffinity.RequiredNodeAffinity
+
+	// ClassHash and ClassSignature identify the pod's scheduling constraints
+	// (see classSignature). Tasks of one job and role with the same signature
+	// are interchangeable for predicates.
+	//
+	// RequiredAffinity and the class are set for gang tasks and pending
+	// pods: what the scheduler may place or move. Other schedulers' running
+	// pods only need requests and ports, and there can be many of them.
+	ClassHash      uint64
+	ClassSignature string
+}
+
+// NewTaskInfo makes the task for a pod of job ("" for pods of no gang).
+func NewTaskInfo(job JobID, pod *corev1.Pod) *TaskInfo {
+	t := &TaskInfo{
+		UID:               TaskID(pod.UID),
+		Namespace:         pod.Namespace,
+		Name:              pod.Name,
+		Job:               job,
+		Role:              pod.Annotations[TaskRoleAnnotation],
+		Pod:               pod,
+		Resreq:            PodRequests(pod),
+		HostPorts:         hostPorts(pod),
+		Priority:          corev1helpers.PodPriority(pod),
+		CreationTimestamp: pod.CreationTimestamp.Time,
+		NodeName:          pod.Spec.NodeName,
+		Status:            statusOf(pod),
+	}
+	for _, name := range t.Resreq.ScalarNames() {
+		t.ScalarRequests = append(t.ScalarRequests, ScalarQuantity{Name: name, Value: t.Resreq.Scalars[name]})
+	}
+	if job != "" || t.Status == Pending {
+		t.RequiredAffinity = nodeaffinity.GetRequiredNodeAffinity(pod)
+		t.ClassSignature = classSignature(pod, &t.Resreq, t.HostPorts)
+		h := fnv.New64a()
+		h.Write([]byte(t.ClassSignature))
+		t.ClassHash = h.Sum64()
+	}
+	return t
+}
+
+// ScalarQuantity is an amount of one scalar resource.
+type ScalarQuantity struct {
+	Name  corev1.ResourceName
+	Value int64
+}
+
+// FitsIn is t.Resreq.LessEqual(avail) for the hot path: the same rule, with
+// the scalars read from ScalarRequests.
+func (t *TaskInfo) FitsIn(avail *Resource) bool {
+	r := &t.Resreq
+	if r.MilliCPU > 0 && r.MilliCPU > avail.MilliCPU ||
+		r.Memory > 0 && r.Memory > avail.Memory ||
+		r.EphemeralStorage > 0 && r.EphemeralStorage > avail.EphemeralStorage ||
+		r.Pods > 0 && r.Pods > avail.Pods {
+		return false
+	}
+	for _, s := range t.ScalarRequests {
+		if s.Value > 0 && s.Value > avail.Scalars[s.Name] {
+			return false
+		}
+	}
+	return true
+}
+
+// Key returns "namespace/name", for messages.
+func (t *TaskInfo) Key() string {
+	return t.Namespace + "/" + t.Name
+}
+
+// statusOf derives a task's status from the pod as stored. Terminal phases
+// come first: a deleted pod that already finished holds nothing.
+func statusOf(pod *corev1.Pod) TaskStatus {
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded:
+		return Succeeded
+	case corev1.PodFailed:
+		return Failed
+	}
+	if pod.DeletionTimestamp != nil {
+		return Releasing
+	}
+	if pod.Spec.NodeName == "" {
+		return Pending
+	}
+	if pod.Status.Phase == corev1.PodRunning {
+		return Running
+	}
+	return Bound
+}
+
+// hostPorts lists the host ports a pod binds, as kube-scheduler's NodePorts
+// plugin reads them: regular containers and restartable init containers
+// (sidecars), which run for the pod's whole life; ordinary init containers
+// have exited before the others start.
+func hostPorts(pod *corev1.Pod) []corev1.ContainerPort {
+	var ports []corev1.ContainerPort
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+			continue
+		}
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				ports = append(ports, p)
+			}
+		}
+	}
+	for i := range pod.Spec.Containers {
+		for _, p := range pod.Spec.Containers[i].Ports {
+			if p.HostPort > 0 {
+				ports = append(ports, p)
+			}
+		}
+	}
+	return ports
+}
+
+// classSignature encodes every field of a pod that a predicate may read:
+// resource requests (so that "no node fits" holds for the whole class),
+// nodeSelector, affinity, tolerations and host ports. Two pods with equal
+// signatures get equal predicate answers on every node. Fields are written
+// length-prefixed in a fixed order, maps sorted, so the encoding is
+// canonical. Topology spread and volumes are not evaluated yet; when a
+// predicate starts reading them, they must be added here.
+func classSignature(pod *corev1.Pod, req *Resource, ports []corev1.ContainerPort) string {
+	var e sigEncoder
+	e.int(req.MilliCPU)
+	e.int(req.Memory)
+	e.int(req.EphemeralStorage)
+	e.int(req.Pods)
+	names := req.ScalarNames()
+	e.int(int64(len(names)))
+	for _, n := range names {
+		e.str(string(n))
+		e.int(req.Scalars[n])
+	}
+
+	keys := make([]string, 0, len(pod.Spec.NodeSelector))
+	for k := range pod.Spec.NodeSelector {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	e.int(int64(len(keys)))
+	for _, k := range keys {
+		e.str(k)
+		e.str(pod.Spec.NodeSelector[k])
+	}
+
+	if pod.Spec.Affinity != nil {
+		// Affinity is a deep tree; encoding/json writes struct fields in
+		// declaration order and map keys sorted, which is canonical enough.
+		// It cannot fail for these plain types.
+		a, _ := json.Marshal(pod.Spec.Affinity)
+		e.str(string(a))
+	} else {
+		e.str("")
+	}
+
+	e.int(int64(len(pod.Spec.Tolerations)))
+	for _, t := range pod.Spec.Tolerations {
+		e.str(t.Key)
+		e.str(string(t.Operator))
+		e.str(t.Value)
+		e.str(string(t.Effect))
+		if t.TolerationSeconds != nil {
+			e.int(1)
+			e.int(*t.TolerationSeconds)
+		} else {
+			e.int(0)
+		}
+	}
+
+	e.int(int64(len(ports)))
+	for _, p := range ports {
+		e.str(p.HostIP)
+		e.str(string(p.Protocol))
+		e.int(int64(p.HostPort))
+	}
+	return string(e.b)
+}
+
+type sigEncoder struct{ b []byte }
+
+func (e *sigEncoder) int(v int64) { e.b = binary.AppendVarint(e.b, v) }
+
+func (e *sigEncoder) str(s string) {
+	e.b = binary.AppendUvarint(e.b, uint64(len(s)))
+	e.b = append(e.b, s...)
+}
+
+// TaskLess is the default task order: higher pod priority first, then
+// older, then by namespace/name, then UID. It is total, so sorting with it
+// is deterministic.
+func TaskLess(l, r *TaskInfo) bool {
+	if l.Priority != r.Priority {
+		return l.Priority > r.Priority
+	}
+	if !l.CreationTimestamp.Equal(r.CreationTimestamp) {
+		return l.CreationTimestamp.Before(r.CreationTimestamp)
+	}
+	if l.Namespace != r.Namespace {
+		return l.Namespace < r.Namespace
+	}
+	if l.Name != r.Name {
+		return l.Name < r.Name
+	}
+	return l.UID < r.UID
+}

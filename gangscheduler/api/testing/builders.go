@@ -1,0 +1,342 @@
+// Package testing has builders for the scheduler's tests: nodes, pods, jobs,
+// queues and snapshots, in the MakeX(...).Field(...).Obj() style.
+//
+// Import it under a short name (the scheduler's tests use st), as it
+// shadows the standard library's testing.
+package testing
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+)
+
+// GPU is the GPU resource the builders use.
+const GPU corev1.ResourceName = "nvidia.com/gpu"
+
+// GroupAnnotation names a test pod's gang (in the pod's namespace). The real
+// key belongs to the PodGroup API; the scheduler core only sees JobOf.
+const GroupAnnotation = "test.troupe.dev/group"
+
+// JobOf maps a pod to its gang through GroupAnnotation.
+func JobOf(pod *corev1.Pod) (api.JobID, bool) {
+	g, ok := pod.Annotations[GroupAnnotation]
+	if !ok {
+		return "", false
+	}
+	return api.NewJobID(pod.Namespace, g), true
+}
+
+// NodeWrapper builds a Node.
+type NodeWrapper struct{ corev1.Node }
+
+// MakeNode returns a Ready node that allows 110 pods and has no other
+// resources until Capacity or Resource adds them.
+func MakeNode(name string) *NodeWrapper {
+	n := &NodeWrapper{corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("node-" + name), Labels: map[string]string{corev1.LabelHostname: name}},
+		Status: corev1.NodeStatus{
+			Capacity:    corev1.ResourceList{},
+			Allocatable: corev1.ResourceList{},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}}
+	return n.Resource(corev1.ResourcePods, "110")
+}
+
+// Capacity sets CPU, memory and GPUs (capacity and allocatable alike);
+// gpu 0 means a node without GPUs.
+func (n *NodeWrapper) Capacity(cpu, memory string, gpu int64) *NodeWrapper {
+	n.Resource(corev1.ResourceCPU, cpu).Resource(corev1.ResourceMemory, memory)
+	if gpu > 0 {
+		n.Resource(GPU, fmt.Sprint(gpu))
+	}
+	return n
+}
+
+// Resource sets one resource's capacity and allocatable.
+func (n *NodeWrapper) Resource(name corev1.ResourceName, q string) *NodeWrapper {
+	n.Status.Capacity[name] = resource.MustParse(q)
+	n.Status.Allocatable[name] = resource.MustParse(q)
+	return n
+}
+
+// Label sets a label.
+func (n *NodeWrapper) Label(k, v string) *NodeWrapper {
+	n.Labels[k] = v
+	return n
+}
+
+// Taint adds a taint.
+func (n *NodeWrapper) Taint(key, value string, effect corev1.TaintEffect) *NodeWrapper {
+	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: key, Value: value, Effect: effect})
+	return n
+}
+
+// Unschedulable cordons the node (spec.unschedulable).
+func (n *NodeWrapper) Unschedulable() *NodeWrapper {
+	n.Spec.Unschedulable = true
+	return n
+}
+
+// Obj returns the node.
+func (n *NodeWrapper) Obj() *corev1.Node { return &n.Node }
+
+// PodWrapper builds a Pod with one container.
+type PodWrapper struct{ corev1.Pod }
+
+// MakePod returns a pending pod namespace/name with UID namespace/name and
+// one container without requests.
+func MakePod(namespace, name string) *PodWrapper {
+	return &PodWrapper{corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace, Name: name, UID: types.UID(namespace + "/" + name),
+			Annotations: map[string]string{},
+		},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}}
+}
+
+// Job puts the pod in gang namespace/job.
+func (p *PodWrapper) Job(job string) *PodWrapper {
+	p.Annotations[GroupAnnotation] = job
+	return p
+}
+
+// Role sets the pod's role (api.TaskRoleAnnotation).
+func (p *PodWrapper) Role(role string) *PodWrapper {
+	p.Annotations[api.TaskRoleAnnotation] = role
+	return p
+}
+
+func (p *PodWrapper) main() *corev1.Container { return &p.Spec.Containers[0] }
+
+// Req sets the main container's CPU and memory requests ("" leaves one unset).
+func (p *PodWrapper) Req(cpu, memory string) *PodWrapper {
+	if cpu != "" {
+		p.Request(corev1.ResourceCPU, cpu)
+	}
+	if memory != "" {
+		p.Request(corev1.ResourceMemory, memory)
+	}
+	return p
+}
+
+// Request sets one request of the main container.
+func (p *PodWrapper) Request(name corev1.ResourceName, q string) *PodWrapper {
+	c := p.main()
+	if c.Resources.Requests == nil {
+		c.Resources.Requests = corev1.ResourceList{}
+	}
+	c.Resources.Requests[name] = resource.MustParse(q)
+	return p
+}
+
+// Limit sets one limit of the main container, and no request.
+func (p *PodWrapper) Limit(name corev1.ResourceName, q string) *PodWrapper {
+	c := p.main()
+	if c.Resources.Limits == nil {
+		c.Resources.Limits = corev1.ResourceList{}
+	}
+	c.Resources.Limits[name] = resource.MustParse(q)
+	return p
+}
+
+// GPU requests (and limits, as extended resources require) n GPUs.
+func (p *PodWrapper) GPU(n int64) *PodWrapper {
+	q := fmt.Sprint(n)
+	return p.Request(GPU, q).Limit(GPU, q)
+}
+
+// Defaulted applies what the API server's defaulting does to container
+// resources (SetDefaults_Pod): a resource with a limit and no request gets
+// the limit as its request. Pods the scheduler reads from the API always
+// went through it.
+func (p *PodWrapper) Defaulted() *PodWrapper {
+	def := func(cs []corev1.Container) {
+		for i := range cs {
+			r := &cs[i].Resources
+			for name, q := range r.Limits {
+				if _, ok := r.Requests[name]; ok {
+					continue
+				}
+				if r.Requests == nil {
+					r.Requests = corev1.ResourceList{}
+				}
+				r.Requests[name] = q.DeepCopy()
+			}
+		}
+	}
+	def(p.Spec.InitContainers)
+	def(p.Spec.Containers)
+	return p
+}
+
+// InitContainer adds an init container with these requests; sidecar makes
+// it a restartable (sidecar) init container.
+func (p *PodWrapper) InitContainer(name string, sidecar bool, req corev1.ResourceList) *PodWrapper {
+	c := corev1.Container{Name: name, Image: "busybox", Resources: corev1.ResourceRequirements{Requests: req}}
+	if sidecar {
+		always := corev1.ContainerRestartPolicyAlways
+		c.RestartPolicy = &always
+	}
+	p.Spec.InitContainers = append(p.Spec.InitContainers, c)
+	return p
+}
+
+// Overhead sets the pod overhead (from its RuntimeClass).
+func (p *PodWrapper) Overhead(rl corev1.ResourceList) *PodWrapper {
+	p.Spec.Overhead = rl
+	return p
+}
+
+// NodeSelector adds a nodeSelector entry.
+func (p *PodWrapper) NodeSelector(k, v string) *PodWrapper {
+	if p.Spec.NodeSelector == nil {
+		p.Spec.NodeSelector = map[string]string{}
+	}
+	p.Spec.NodeSelector[k] = v
+	return p
+}
+
+// NodeAffinity adds a required node affinity term: key op values.
+func (p *PodWrapper) NodeAffinity(key string, op corev1.NodeSelectorOperator, values ...string) *PodWrapper {
+	if p.Spec.Affinity == nil {
+		p.Spec.Affinity = &corev1.Affinity{}
+	}
+	if p.Spec.Affinity.NodeAffinity == nil {
+		p.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := p.Spec.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
+	}
+	req := na.RequiredDuringSchedulingIgnoredDuringExecution
+	req.NodeSelectorTerms = append(req.NodeSelectorTerms, corev1.NodeSelectorTerm{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: op, Values: values}},
+	})
+	return p
+}
+
+// Toleration adds a toleration.
+func (p *PodWrapper) Toleration(key string, op corev1.TolerationOperator, value string, effect corev1.TaintEffect) *PodWrapper {
+	p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: op, Value: value, Effect: effect})
+	return p
+}
+
+// HostPort makes the main container bind a host port (ip "" means 0.0.0.0,
+// protocol "" means TCP).
+func (p *PodWrapper) HostPort(ip string, protocol corev1.Protocol, port int32) *PodWrapper {
+	c := p.main()
+	c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: port, HostPort: port, HostIP: ip, Protocol: protocol})
+	return p
+}
+
+// Node assigns the pod to a node (as after binding).
+func (p *PodWrapper) Node(name string) *PodWrapper {
+	p.Spec.NodeName = name
+	return p
+}
+
+// Phase sets status.phase.
+func (p *PodWrapper) Phase(phase corev1.PodPhase) *PodWrapper {
+	p.Status.Phase = phase
+	return p
+}
+
+// Terminating marks the pod as being deleted.
+func (p *PodWrapper) Terminating() *PodWrapper {
+	now := metav1.NewTime(time.Unix(0, 0))
+	p.DeletionTimestamp = &now
+	return p
+}
+
+// Priority sets spec.priority.
+func (p *PodWrapper) Priority(v int32) *PodWrapper {
+	p.Spec.Priority = &v
+	return p
+}
+
+// Created sets the creation time.
+func (p *PodWrapper) Created(t time.Time) *PodWrapper {
+	p.CreationTimestamp = metav1.NewTime(t)
+	return p
+}
+
+// Obj returns the pod.
+func (p *PodWrapper) Obj() *corev1.Pod { return &p.Pod }
+
+// JobWrapper builds a JobInfo (a PodGroup) without tasks.
+type JobWrapper struct{ api.JobInfo }
+
+// MakeJob returns job namespace/name in the default queue with MinMember 1.
+func MakeJob(namespace, name string) *JobWrapper {
+	j := api.NewJobInfo(namespace, name)
+	j.MinMember = 1
+	j.Tasks = nil
+	return &JobWrapper{*j}
+}
+
+// MinMember sets minMember.
+func (j *JobWrapper) MinMember(n int32) *JobWrapper {
+	j.JobInfo.MinMember = n
+	return j
+}
+
+// MinTaskMember sets the minimum for one role.
+func (j *JobWrapper) MinTaskMember(role string, n int32) *JobWrapper {
+	if j.JobInfo.MinTaskMember == nil {
+		j.JobInfo.MinTaskMember = map[string]int32{}
+	}
+	j.JobInfo.MinTaskMember[role] = n
+	return j
+}
+
+// Queue sets the queue.
+func (j *JobWrapper) Queue(q api.QueueID) *JobWrapper {
+	j.JobInfo.Queue = q
+	return j
+}
+
+// Priority sets the PodGroup priority.
+func (j *JobWrapper) Priority(p int32) *JobWrapper {
+	j.JobInfo.Priority = p
+	return j
+}
+
+// Created sets the creation time.
+func (j *JobWrapper) Created(t time.Time) *JobWrapper {
+	j.CreationTimestamp = t
+	return j
+}
+
+// Obj returns the job.
+func (j *JobWrapper) Obj() *api.JobInfo {
+	job := j.JobInfo
+	return &job
+}
+
+// MakeQueue returns an open queue of weight 1.
+func MakeQueue(name api.QueueID) *api.QueueInfo {
+	return &api.QueueInfo{Name: name, Weight: 1, State: api.QueueOpen}
+}
+
+// MustSnapshot builds a snapshot with JobOf; with no queues given it adds an
+// open default queue. It panics on invalid input, which is a broken test.
+func MustSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*api.JobInfo, queues ...*api.QueueInfo) *api.Snapshot {
+	if len(queues) == 0 {
+		queues = []*api.QueueInfo{MakeQueue(api.DefaultQueue)}
+	}
+	s, err := api.NewSnapshot(api.Cluster{Nodes: nodes, Pods: pods, Jobs: jobs, Queues: queues, JobOf: JobOf})
+	if err != nil {
+		panic(err)
+	}
+	return s
+}

@@ -1,0 +1,297 @@
+package framework
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+)
+
+// Session is one scheduling cycle over a snapshot. It owns the snapshot and
+// changes it as statements place tasks; nothing outside it sees those
+// changes until committed Decisions are bound.
+type Session struct {
+	*api.Snapshot
+
+	plugins []Plugin
+
+	staticPredicates  []PredicateFn
+	dynamicPredicates []PredicateFn
+	nodeOrders        []NodeOrderFn
+	jobOrders         []JobOrderFn
+	taskOrders        []TaskOrderFn
+	queueOrders       []QueueOrderFn
+	jobReady          []JobReadyFn
+	jobValid          []JobValidFn
+
+	cache predicateCache
+
+	bindings      []Decision
+	unschedulable map[api.JobID]Unschedulable
+}
+
+// Unschedulable says why a job got nothing (or not everything) this
+// session: a CamelCase reason for the PodGroup condition and a message for
+// people. Reasons use the PodGroup API's words (NotEnoughResources,
+// NotEnoughPods, NotEnoughPodsOfTask, QueueNotFound, QueueClosed).
+type Unschedulable struct {
+	Reason  string
+	Message string
+}
+
+// Stats counts the session's predicate work, so tests and benchmarks can show
+// that it scales with equivalence classes x nodes rather than pods x nodes.
+type Stats struct {
+	// Classes is the number of equivalence classes seen.
+	Classes int
+	// PredicateEvaluations is how often the static predicates ran: at most
+	// once per (class, node).
+	PredicateEvaluations int64
+	// CacheHits is how often a static result came from the cache.
+	CacheHits int64
+	// DynamicChecks is how often the dynamic predicates (resources, ports,
+	// pod count) ran against a node's current state.
+	DynamicChecks int64
+}
+
+// OpenSession opens a session on snap with plugins, in order: each
+// registers its functions. Order matters where answers combine by "first
+// non-zero wins" (job, task and queue order).
+func OpenSession(snap *api.Snapshot, plugins ...Plugin) *Session {
+	ssn := &Session{
+		Snapshot:      snap,
+		plugins:       plugins,
+		unschedulable: map[api.JobID]Unschedulable{},
+	}
+	ssn.cache.init(len(snap.NodeList))
+	for _, p := range plugins {
+		p.OnSessionOpen(ssn)
+	}
+	return ssn
+}
+
+// Run executes actions in order.
+func (ssn *Session) Run(actions ...Action) {
+	for _, a := range actions {
+		a.Execute(ssn)
+	}
+}
+
+// AddStaticPredicateFn registers a predicate whose answer depends only on
+// the node object and the fields of the pod in its class signature
+// (api.TaskInfo.ClassSignature): node selector and affinity, taints,
+// unschedulable. Its answer is cached per (equivalence class, node) and it
+// may be called with any task of the class.
+func (ssn *Session) AddStaticPredicateFn(fn PredicateFn) {
+	ssn.staticPredicates = append(ssn.staticPredicates, fn)
+}
+
+// AddPredicateFn registers a predicate that reads what changes as tasks are
+// placed (idle resources, pod count, host ports in use). It runs on every
+// check, so it must be cheap.
+func (ssn *Session) AddPredicateFn(fn PredicateFn) {
+	ssn.dynamicPredicates = append(ssn.dynamicPredicates, fn)
+}
+
+// AddNodeOrderFn registers a node score.
+func (ssn *Session) AddNodeOrderFn(fn NodeOrderFn) { ssn.nodeOrders = append(ssn.nodeOrders, fn) }
+
+// AddJobOrderFn registers a job order.
+func (ssn *Session) AddJobOrderFn(fn JobOrderFn) { ssn.jobOrders = append(ssn.jobOrders, fn) }
+
+// AddTaskOrderFn registers a task order.
+func (ssn *Session) AddTaskOrderFn(fn TaskOrderFn) { ssn.taskOrders = append(ssn.taskOrders, fn) }
+
+// AddQueueOrderFn registers a queue order.
+func (ssn *Session) AddQueueOrderFn(fn QueueOrderFn) { ssn.queueOrders = append(ssn.queueOrders, fn) }
+
+// AddJobReadyFn registers a readiness rule; a job is ready when all say so.
+func (ssn *Session) AddJobReadyFn(fn JobReadyFn) { ssn.jobReady = append(ssn.jobReady, fn) }
+
+// AddJobValidFn registers a validity rule; a job is valid when none objects.
+func (ssn *Session) AddJobValidFn(fn JobValidFn) { ssn.jobValid = append(ssn.jobValid, fn) }
+
+// Predicate says whether task fits node now: the cached static answer for
+// the task's class, then the dynamic predicates.
+func (ssn *Session) Predicate(task *api.TaskInfo, node *api.NodeInfo) Status {
+	return ssn.PredicateWithClass(ssn.ClassOf(task), task, node)
+}
+
+// PredicateWithClass is Predicate for a caller that looked the task's class
+// up once (ClassOf) and checks many nodes.
+func (ssn *Session) PredicateWithClass(cls *Class, task *api.TaskInfo, node *api.NodeInfo) Status {
+	if s := ssn.staticStatus(cls, task, node); !s.Fit {
+		return s
+	}
+	ssn.cache.stats.DynamicChecks++
+	for _, fn := range ssn.dynamicPredicates {
+		if s := fn(task, node); !s.Fit {
+			return s
+		}
+	}
+	return Fit
+}
+
+func (ssn *Session) evalStatic(task *api.TaskInfo, node *api.NodeInfo) Status {
+	ssn.cache.stats.PredicateEvaluations++
+	for _, fn := range ssn.staticPredicates {
+		if s := fn(task, node); !s.Fit {
+			return s
+		}
+	}
+	return Fit
+}
+
+// NodeScore is the sum of the node order scores of task on node.
+func (ssn *Session) NodeScore(task *api.TaskInfo, node *api.NodeInfo) int64 {
+	var score int64
+	for _, fn := range ssn.nodeOrders {
+		score += fn(task, node)
+	}
+	return score
+}
+
+// JobCompare orders jobs by the registered job orders, then by UID, so the
+// order is total and deterministic.
+func (ssn *Session) JobCompare(l, r *api.JobInfo) int {
+	for _, fn := range ssn.jobOrders {
+		if c := fn(l, r); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(l.UID, r.UID)
+}
+
+// TaskCompare orders tasks by the registered task orders, then by
+// api.TaskLess.
+func (ssn *Session) TaskCompare(l, r *api.TaskInfo) int {
+	for _, fn := range ssn.taskOrders {
+		if c := fn(l, r); c != 0 {
+			return c
+		}
+	}
+	switch {
+	case api.TaskLess(l, r):
+		return -1
+	case api.TaskLess(r, l):
+		return 1
+	}
+	return 0
+}
+
+// QueueCompare orders queues by the registered queue orders, then by name.
+func (ssn *Session) QueueCompare(l, r *api.QueueInfo) int {
+	for _, fn := range ssn.queueOrders {
+		if c := fn(l, r); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(l.Name, r.Name)
+}
+
+// JobReady says whether job may bind what it has placed. With no readiness
+// rule registered every job is ready: gang semantics come from the gang
+// plugin.
+func (ssn *Session) JobReady(job *api.JobInfo) bool {
+	for _, fn := range ssn.jobReady {
+		if !fn(job) {
+			return false
+		}
+	}
+	return true
+}
+
+// JobValid returns why job cannot be scheduled at all, or nil.
+func (ssn *Session) JobValid(job *api.JobInfo) *ValidateResult {
+	for _, fn := range ssn.jobValid {
+		if r := fn(job); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// Statement opens a statement for tentative placements.
+func (ssn *Session) Statement() *Statement {
+	return &Statement{ssn: ssn}
+}
+
+// Bindings returns every committed decision so far, in commit order.
+func (ssn *Session) Bindings() []Decision {
+	return slices.Clone(ssn.bindings)
+}
+
+// Stats returns the predicate counters.
+func (ssn *Session) Stats() Stats {
+	s := ssn.cache.stats
+	s.Classes = ssn.cache.classes
+	return s
+}
+
+// RecordUnschedulable keeps why job got nothing (or not all it asked for)
+// this session, for the PodGroup status written after the session. The last
+// record wins.
+func (ssn *Session) RecordUnschedulable(job api.JobID, reason, message string) {
+	ssn.unschedulable[job] = Unschedulable{Reason: reason, Message: message}
+}
+
+// Unschedulable returns the records of RecordUnschedulable.
+func (ssn *Session) Unschedulable() map[api.JobID]Unschedulable {
+	return maps.Clone(ssn.unschedulable)
+}
+
+// FitSummary counts, over every node, why task does not fit there.
+type FitSummary struct {
+	Nodes   int
+	Fit     int
+	Reasons map[Status]int
+}
+
+// Diagnose summarises task's fit over all nodes. It is for the failure path
+// (once per class that found no node), never per node on the hot path.
+func (ssn *Session) Diagnose(task *api.TaskInfo) FitSummary {
+	f := FitSummary{Nodes: len(ssn.NodeList), Reasons: map[Status]int{}}
+	cls := ssn.ClassOf(task)
+	for _, n := range ssn.NodeList {
+		if s := ssn.PredicateWithClass(cls, task, n); s.Fit {
+			f.Fit++
+		} else {
+			f.Reasons[s]++
+		}
+	}
+	return f
+}
+
+// String reads like kube-scheduler's FitError: "0/3 nodes are available:
+// 2 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint(s)." Most
+// frequent reason first, ties by text.
+func (f FitSummary) String() string {
+	type kv struct {
+		reason string
+		n      int
+	}
+	var rs []kv
+	for s, n := range f.Reasons {
+		rs = append(rs, kv{s.String(), n})
+	}
+	slices.SortFunc(rs, func(a, b kv) int {
+		if c := cmp.Compare(b.n, a.n); c != 0 {
+			return c
+		}
+		return strings.Compare(a.reason, b.reason)
+	})
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d/%d nodes are available", f.Fit, f.Nodes)
+	for i, r := range rs {
+		sep := ", "
+		if i == 0 {
+			sep = ": "
+		}
+		fmt.Fprintf(&b, "%s%d %s", sep, r.n, r.reason)
+	}
+	b.WriteString(".")
+	return b.String()
+}

@@ -1,0 +1,136 @@
+// Package nodeorder scores nodes so that GPUs stay usable for GPU work:
+//
+//   - a task that requests no GPU is kept off nodes that have GPUs while a
+//     node without GPUs fits it (a CPU pod on a GPU node can strand the
+//     node's GPUs); it still lands on a GPU node when nothing else fits;
+//   - a GPU task is bin-packed: the node with the fewest idle GPUs left
+//     after placing it wins, which keeps whole GPU nodes free for big tasks;
+//   - ties fall to a least-requested/balanced score on CPU and memory, and
+//     the session breaks remaining ties by node name.
+//
+// Scores are integers in separate bands (penalty >> GPU bin-pack >>
+// tiebreak), so a lower band can never outweigh a higher one, and computing
+// one is a few map lookups with no allocation.
+package nodeorder
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+	"github.com/troupe-ml/troupe/gangscheduler/framework"
+)
+
+// Name is the plugin's name.
+const Name = "nodeorder"
+
+// DefaultGPUResources are the resources that make a node a GPU node and a
+// task a GPU task when Config names none.
+var DefaultGPUResources = []corev1.ResourceName{"nvidia.com/gpu", "amd.com/gpu"}
+
+// Score bands. Tiebreak is at most 200, so one GPU of bin-packing (1000)
+// outweighs any tiebreak, and the GPU-node penalty outweighs bin-packing on
+// any node with fewer than 2^40/1000 GPUs.
+const (
+	GPUNodePenalty int64 = 1 << 40
+	BinPackWeight  int64 = 1000
+	MaxTiebreak    int64 = 200
+)
+
+// Config configures the plugin.
+type Config struct {
+	// GPUResources are the resources that count as GPUs; nil means
+	// DefaultGPUResources.
+	GPUResources []corev1.ResourceName
+}
+
+type plugin struct {
+	gpus []corev1.ResourceName
+}
+
+// scorer is the plugin's state for one session, so one plugin value can
+// serve sessions one after another (or at once).
+type scorer struct {
+	gpus []corev1.ResourceName
+	// gpuNode[i] says whether NodeList[i] has allocatable GPUs; fixed for
+	// the session, so computed once.
+	gpuNode []bool
+}
+
+// New returns the nodeorder plugin.
+func New(cfg Config) framework.Plugin {
+	gpus := cfg.GPUResources
+	if gpus == nil {
+		gpus = DefaultGPUResources
+	}
+	return &plugin{gpus: gpus}
+}
+
+func (p *plugin) Name() string { return Name }
+
+func (p *plugin) OnSessionOpen(ssn *framework.Session) {
+	s := &scorer{gpus: p.gpus, gpuNode: make([]bool, len(ssn.NodeList))}
+	for i, n := range ssn.NodeList {
+		for _, g := range p.gpus {
+			if n.Allocatable.Scalar(g) > 0 {
+				s.gpuNode[i] = true
+			}
+		}
+	}
+	ssn.AddNodeOrderFn(s.score)
+}
+
+// score scores node for task (see the package comment).
+func (s *scorer) score(task *api.TaskInfo, node *api.NodeInfo) int64 {
+	score := Tiebreak(task, node)
+	gpuTask := false
+	var idleAfter int64
+	for _, r := range task.ScalarRequests {
+		if s.isGPU(r.Name) {
+			gpuTask = true
+			idleAfter += node.Idle.Scalar(r.Name) - r.Value
+		}
+	}
+	if gpuTask {
+		return score - idleAfter*BinPackWeight
+	}
+	if !s.gpuNode[node.Index] {
+		return score
+	}
+	// A CPU task that must go on a GPU node prefers the one with the fewest
+	// idle GPUs: that node's GPUs are the least likely to be wanted whole.
+	var idle int64
+	for _, g := range s.gpus {
+		idle += max(node.Idle.Scalar(g), 0)
+	}
+	return score - GPUNodePenalty - idle*BinPackWeight
+}
+
+func (s *scorer) isGPU(name corev1.ResourceName) bool {
+	for _, g := range s.gpus {
+		if g == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Tiebreak is in [0, 200]: the mean share of CPU and memory left free after
+// placing task (least requested, in percent) plus how balanced the two are
+// (100 minus their difference). It spreads CPU work and avoids leaving a
+// node with CPU but no memory, or the reverse.
+func Tiebreak(task *api.TaskInfo, node *api.NodeInfo) int64 {
+	cpu := freePercent(node.Idle.MilliCPU-task.Resreq.MilliCPU, node.Allocatable.MilliCPU)
+	mem := freePercent(node.Idle.Memory-task.Resreq.Memory, node.Allocatable.Memory)
+	diff := cpu - mem
+	if diff < 0 {
+		diff = -diff
+	}
+	return (cpu+mem)/2 + (100 - diff)
+}
+
+func freePercent(free, total int64) int64 {
+	if total <= 0 || free <= 0 {
+		return 0
+	}
+	return min(free*100/total, 100)
+}
