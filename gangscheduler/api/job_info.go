@@ -24,6 +24,12 @@ type JobInfo struct {
 	// Priority is the PodGroup's priority; higher goes first.
 	Priority          int32
 	CreationTimestamp time.Time
+	// Phase is the PodGroup's phase as last written (Pending, Inqueue,
+	// Running, ...); the enqueue action admits Pending jobs to Inqueue.
+	Phase JobPhase
+	// MinResources is the PodGroup's minResources: what the gang needs in
+	// aggregate, for jobs whose pods do not exist yet.
+	MinResources Resource
 
 	Tasks map[TaskID]*TaskInfo
 }

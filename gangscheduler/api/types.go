@@ -78,3 +78,14 @@ func (s TaskStatus) CountsTowardReady() bool {
 func (s TaskStatus) CanBecomeReady() bool {
 	return s == Pending || s.CountsTowardReady()
 }
+
+// JobPhase is a PodGroup's phase, in the PodGroup API's words.
+type JobPhase string
+
+// The phases the scheduler reads and writes.
+const (
+	JobPending JobPhase = "Pending"
+	JobInqueue JobPhase = "Inqueue"
+	JobRunning JobPhase = "Running"
+	JobUnknown JobPhase = "Unknown"
+)

@@ -31,6 +31,7 @@ type Session struct {
 
 	bindings      []Decision
 	unschedulable map[api.JobID]Unschedulable
+	admitted      map[api.JobID]bool
 }
 
 // Unschedulable says why a job got nothing (or not everything) this
