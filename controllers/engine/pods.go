@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	"github.com/troupe-ml/troupe/integrations"
 )
 
 // jobLabels selects every pod and service of one job.
@@ -28,7 +29,7 @@ func replicaLabels(fw Framework, job Job, rtype kubeflowv1.ReplicaType, index in
 // newPod builds the pod of one replica from its template: upstream's name
 // and labels, the controller reference, the restart policy the kubelet
 // applies, and the framework's environment.
-func newPod(fw Framework, job Job, rtype kubeflowv1.ReplicaType, index int) (*corev1.Pod, error) {
+func newPod(fw Framework, gang integrations.Backend, job Job, rtype kubeflowv1.ReplicaType, index int) (*corev1.Pod, error) {
 	spec := job.ReplicaSpecs()[rtype]
 	tmpl := spec.Template.DeepCopy()
 	pod := &corev1.Pod{
@@ -49,6 +50,9 @@ func newPod(fw Framework, job Job, rtype kubeflowv1.ReplicaType, index int) (*co
 	}
 	pod.OwnerReferences = append(pod.OwnerReferences, *controllerRef(fw, job))
 	pod.Spec.RestartPolicy = podRestartPolicy(spec.RestartPolicy)
+	if gang != nil {
+		gang.DecoratePod(pod, job.GetName(), integrations.RoleOf(string(rtype)))
+	}
 	if err := fw.ConfigurePod(job, rtype, index, pod); err != nil {
 		return nil, err
 	}

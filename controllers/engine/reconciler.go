@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	"github.com/troupe-ml/troupe/integrations"
 )
 
 // Reconciler runs the jobs of one framework.
@@ -23,13 +24,27 @@ type Reconciler struct {
 	client   client.Client
 	recorder events.EventRecorder
 	fw       Framework
-	expect   *expectations
-	clock    clock.PassiveClock
+	// gang is the gang backend, nil when pods are scheduled one by one.
+	gang   integrations.Backend
+	expect *expectations
+	clock  clock.PassiveClock
+}
+
+// Option configures a Reconciler.
+type Option func(*Reconciler)
+
+// WithGangBackend places every job's pods as one gang through the backend.
+func WithGangBackend(b integrations.Backend) Option {
+	return func(r *Reconciler) { r.gang = b }
 }
 
 // NewReconciler returns the engine for one framework.
-func NewReconciler(c client.Client, recorder events.EventRecorder, fw Framework) *Reconciler {
-	return &Reconciler{client: c, recorder: recorder, fw: fw, expect: newExpectations(), clock: clock.RealClock{}}
+func NewReconciler(c client.Client, recorder events.EventRecorder, fw Framework, opts ...Option) *Reconciler {
+	r := &Reconciler{client: c, recorder: recorder, fw: fw, expect: newExpectations(), clock: clock.RealClock{}}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
 }
 
 // SetupWithManager registers the controller: it watches the jobs and every
@@ -44,6 +59,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		for _, t := range d.DependentTypes() {
 			b = b.Owns(t)
 		}
+	}
+	if r.gang != nil {
+		b = b.Owns(r.gang.PodGroupType())
 	}
 	return b.Complete(r)
 }
@@ -170,6 +188,10 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) error {
 			r.event(s.job, corev1.EventTypeWarning, "FailedReconcileDependents", err.Error())
 			return fmt.Errorf("reconcile dependents: %w", err)
 		}
+	}
+
+	if admitted, err := r.syncGang(ctx, s); err != nil || !admitted {
+		return err
 	}
 
 	pass, err := r.reconcileReplicas(ctx, s)

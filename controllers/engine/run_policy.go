@@ -78,6 +78,9 @@ func (r *Reconciler) reconcileSuspended(ctx context.Context, s *scope) error {
 	if err := r.deleteAll(ctx, s); err != nil {
 		return err
 	}
+	if err := r.deleteGang(ctx, s); err != nil {
+		return err
+	}
 	status := s.status()
 	for _, rs := range status.ReplicaStatuses {
 		rs.Active = 0
@@ -103,6 +106,9 @@ func (r *Reconciler) reconcileFinished(ctx context.Context, s *scope) error {
 		if err := r.deletePods(ctx, s, isActive); err != nil {
 			return err
 		}
+	}
+	if err := r.deleteGang(ctx, s); err != nil {
+		return err
 	}
 	policy := kubeflowv1.CleanPodPolicy("None")
 	if p := s.job.GetRunPolicy().CleanPodPolicy; p != nil {

@@ -36,6 +36,17 @@ func FrameworkNames() []string {
 // SetupControllers registers one controller per enabled job kind, and the
 // health checks, with the manager.
 func SetupControllers(mgr ctrl.Manager, opts *Options) error {
+	gang, err := gangBackend(opts.GangSchedulerName)
+	if err != nil {
+		return err
+	}
+	var engineOpts []engine.Option
+	if gang != nil {
+		if err := gang.CheckInstalled(mgr.GetRESTMapper()); err != nil {
+			return err
+		}
+		engineOpts = append(engineOpts, engine.WithGangBackend(gang))
+	}
 	for _, name := range opts.Schemes() {
 		newFramework, ok := frameworks[name]
 		if !ok {
@@ -43,7 +54,7 @@ func SetupControllers(mgr ctrl.Manager, opts *Options) error {
 		}
 		fw := newFramework(opts)
 		recorder := mgr.GetEventRecorder(fw.ControllerName())
-		if err := engine.NewReconciler(mgr.GetClient(), recorder, fw).SetupWithManager(mgr); err != nil {
+		if err := engine.NewReconciler(mgr.GetClient(), recorder, fw, engineOpts...).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up %s: %w", fw.ControllerName(), err)
 		}
 	}

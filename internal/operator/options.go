@@ -102,6 +102,10 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--gang-scheduler-name: %q is neither one of %s nor a valid scheduler name: %s", g, strings.Join(KnownGangBackends, ", "), strings.Join(msgs, "; ")))
 		}
 	}
+	if _, err := gangBackend(o.GangSchedulerName); err != nil && len(errs) == 0 {
+		// Only a well-formed name that this build lacks gets here.
+		errs = append(errs, err)
+	}
 	if o.MPIKubectlDeliveryImage == "" {
 		errs = append(errs, errors.New("--mpi-kubectl-delivery-image: must not be empty"))
 	}

@@ -36,14 +36,19 @@ func TestParseFlags(t *testing.T) {
 			wantSchemes: []string{"tfjob", "pytorchjob"},
 		},
 		{
-			name:        "known and coscheduling-compatible gang schedulers",
-			args:        []string{"--gang-scheduler-name=my-coscheduler", "--namespace=team-a", "--leader-elect"},
+			name:        "the in-repo gang scheduler, one namespace, leader election",
+			args:        []string{"--gang-scheduler-name=troupe", "--namespace=team-a", "--leader-elect"},
 			wantSchemes: []string{"mpijob", "pytorchjob", "tfjob"},
 			check: func(t *testing.T, o *Options) {
-				if o.GangSchedulerName != "my-coscheduler" || o.Namespace != "team-a" || !o.LeaderElect {
+				if o.GangSchedulerName != "troupe" || o.Namespace != "team-a" || !o.LeaderElect {
 					t.Errorf("flags not applied: %+v", o)
 				}
 			},
+		},
+		{
+			name:    "a well-formed backend this build does not provide yet",
+			args:    []string{"--gang-scheduler-name=volcano"},
+			wantErr: []string{`--gang-scheduler-name: "volcano" is not available in this build yet`, "available: none, troupe"},
 		},
 		{
 			name:    "unknown job kind",

@@ -14,9 +14,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 	"github.com/troupe-ml/troupe/internal/operator"
 	"github.com/troupe-ml/troupe/internal/testutil"
 )
@@ -92,6 +94,18 @@ var _ = Describe("operator.Run", func() {
 			}
 			g.Expect(names).To(ConsistOf("mpi-launcher"))
 		}).Should(Succeed())
+	})
+
+	It("keeps a PodGroup per job with --gang-scheduler-name=troupe, within the generated permissions", func() {
+		runAs("--gang-scheduler-name=troupe", "--enable-scheme=pytorchjob")
+		ns := newNamespace()
+		Expect(suite.Client.Create(ctx, testutil.MakePyTorchJob("pt", ns).Replica(kubeflowv1.PyTorchJobReplicaTypeMaster, 1).Replica(kubeflowv1.PyTorchJobReplicaTypeWorker, 2).Obj())).To(Succeed())
+		Eventually(func(g Gomega) {
+			pg := &schedulingv1alpha1.PodGroup{}
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pt"}, pg)).To(Succeed())
+			g.Expect(pg.Spec.MinMember).To(Equal(int32(3)))
+		}).Should(Succeed())
+		Eventually(podCount(ns, "pt")).Should(Equal(3))
 	})
 
 	It("watches only the namespace and the kinds the flags name", func() {

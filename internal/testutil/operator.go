@@ -42,10 +42,17 @@ func WithClientWrapper(wrap func(client.WithWatch) client.Client) OperatorOption
 // StartOperator runs the operator exactly as cmd/operator does
 // (operator.Run), with the controllers of the given job kinds, until Stop.
 func StartOperator(cfg *rest.Config, schemes []string, options ...OperatorOption) (*Operator, error) {
-	args := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}
+	var args []string
 	for _, s := range schemes {
 		args = append(args, "--enable-scheme="+s)
 	}
+	return StartOperatorWithFlags(cfg, args, options...)
+}
+
+// StartOperatorWithFlags runs the operator with command-line flags, as
+// cmd/operator would parse them (metrics and probes off).
+func StartOperatorWithFlags(cfg *rest.Config, flags []string, options ...OperatorOption) (*Operator, error) {
+	args := append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}, flags...)
 	opts, err := operator.ParseFlags(args, io.Discard)
 	if err != nil {
 		return nil, err

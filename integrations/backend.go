@@ -1,0 +1,67 @@
+// Package integrations holds the gang backends behind one interface: the
+// PodGroup each job gets, how its pods are marked for the backend's
+// scheduler, and what the backend says back. The operator selects one with
+// --gang-scheduler-name.
+package integrations
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+)
+
+// Backend places a job's pods as one gang through a scheduler's PodGroup.
+type Backend interface {
+	// Name is the --gang-scheduler-name value that selects the backend.
+	Name() string
+	// SchedulerName is the spec.schedulerName the job's pods get.
+	SchedulerName() string
+	// PodGroupType is an empty PodGroup of the backend, for watches.
+	PodGroupType() client.Object
+	// CheckInstalled fails, naming what to install, when the cluster does
+	// not serve the backend's PodGroup.
+	CheckInstalled(mapper meta.RESTMapper) error
+	// SyncPodGroup creates or updates the job's PodGroup (named after the
+	// job, controlled by owner) from spec and reports the backend's verdict.
+	SyncPodGroup(ctx context.Context, c client.Client, owner metav1.Object, ref metav1.OwnerReference, spec GangSpec) (GangState, error)
+	// DeletePodGroup removes the job's PodGroup, if any, so that a finished
+	// or suspended job holds no queue capacity.
+	DeletePodGroup(ctx context.Context, c client.Client, owner metav1.Object) error
+	// DecoratePod marks a pod as a member of the job's gang with a role.
+	DecoratePod(pod *corev1.Pod, group, role string)
+}
+
+// GangState is what the backend says of a job's PodGroup.
+type GangState struct {
+	// Admitted is true once the backend has admitted the gang (Volcano's
+	// Inqueue or later; backends without admission always admit).
+	Admitted bool
+	// Phase is the PodGroup's phase in the backend's words.
+	Phase string
+	// Unschedulable explains, when the backend says so, why the gang does
+	// not run yet ("worker: 0/8 nodes have 4 free nvidia.com/gpu").
+	Unschedulable string
+}
+
+// The pod annotations every PodGroup-based backend reads: the Coscheduling
+// KEP's group name, and Volcano's task-spec, which keys the scheduler's
+// predicate cache by role so a CPU-only master never shares answers with
+// its GPU workers.
+const (
+	GroupNameAnnotation = schedulingv1alpha1.PodGroupNameAnnotation
+	TaskSpecAnnotation  = schedulingv1alpha1.TaskSpecAnnotation
+)
+
+// Annotate sets the group-name and task-spec annotations on a pod.
+func Annotate(pod *corev1.Pod, group, role string) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[GroupNameAnnotation] = group
+	pod.Annotations[TaskSpecAnnotation] = role
+}

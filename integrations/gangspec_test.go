@@ -1,0 +1,130 @@
+package integrations
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+)
+
+func container(requests, limits corev1.ResourceList) corev1.Container {
+	return corev1.Container{Name: "main", Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}
+}
+
+func rl(pairs ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i < len(pairs); i += 2 {
+		out[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return out
+}
+
+func tmpl(spec corev1.PodSpec) *corev1.PodTemplateSpec { return &corev1.PodTemplateSpec{Spec: spec} }
+
+func TestComputeGangSpec(t *testing.T) {
+	cpuMaster := tmpl(corev1.PodSpec{Containers: []corev1.Container{container(rl("cpu", "1", "memory", "2Gi"), nil)}})
+	gpuWorker := tmpl(corev1.PodSpec{Containers: []corev1.Container{container(rl("cpu", "4"), rl("nvidia.com/gpu", "2"))}})
+	cases := []struct {
+		name          string
+		replicas      []Replica
+		policy        SchedulingPolicy
+		wantMin       int32
+		wantTask      map[string]int32
+		wantResources corev1.ResourceList
+	}{
+		{
+			name:          "requests only",
+			replicas:      []Replica{{Role: "worker", Replicas: 3, Template: cpuMaster}},
+			wantMin:       3,
+			wantTask:      map[string]int32{"worker": 3},
+			wantResources: rl("cpu", "3", "memory", "6Gi"),
+		},
+		{
+			name:          "limits-only GPU counts as a request, as the API server defaults it",
+			replicas:      []Replica{{Role: "worker", Replicas: 2, Template: gpuWorker}},
+			wantMin:       2,
+			wantTask:      map[string]int32{"worker": 2},
+			wantResources: rl("cpu", "8", "nvidia.com/gpu", "4"),
+		},
+		{
+			name: "an init container larger than the main containers sets the request",
+			replicas: []Replica{{Role: "worker", Replicas: 2, Template: tmpl(corev1.PodSpec{
+				InitContainers: []corev1.Container{container(rl("cpu", "3", "memory", "1Gi"), nil)},
+				Containers:     []corev1.Container{container(rl("cpu", "1", "memory", "4Gi"), nil)},
+			})}},
+			wantMin:       2,
+			wantTask:      map[string]int32{"worker": 2},
+			wantResources: rl("cpu", "6", "memory", "8Gi"),
+		},
+		{
+			name: "pod overhead is added",
+			replicas: []Replica{{Role: "worker", Replicas: 2, Template: tmpl(corev1.PodSpec{
+				Overhead:   rl("cpu", "250m", "memory", "120Mi"),
+				Containers: []corev1.Container{container(rl("cpu", "1", "memory", "1Gi"), nil)},
+			})}},
+			wantMin:       2,
+			wantTask:      map[string]int32{"worker": 2},
+			wantResources: rl("cpu", "2500m", "memory", "2288Mi"),
+		},
+		{
+			name: "CPU master and GPU workers",
+			replicas: []Replica{
+				{Role: "master", Replicas: 1, Template: cpuMaster},
+				{Role: "worker", Replicas: 4, Template: gpuWorker},
+			},
+			wantMin:       5,
+			wantTask:      map[string]int32{"master": 1, "worker": 4},
+			wantResources: rl("cpu", "17", "memory", "2Gi", "nvidia.com/gpu", "8"),
+		},
+		{
+			name: "minAvailable below the total counts the master first, then workers",
+			replicas: []Replica{
+				{Role: "master", Replicas: 1, Template: cpuMaster},
+				{Role: "worker", Replicas: 4, Template: gpuWorker},
+			},
+			policy:        SchedulingPolicy{MinAvailable: ptr.To[int32](3), Queue: "team-a", PriorityClass: "high", ScheduleTimeoutSeconds: ptr.To[int32](60)},
+			wantMin:       3,
+			wantTask:      map[string]int32{"master": 1, "worker": 2},
+			wantResources: rl("cpu", "9", "memory", "2Gi", "nvidia.com/gpu", "4"),
+		},
+		{
+			name: "per-role minimums below the replicas",
+			replicas: []Replica{
+				{Role: "master", Replicas: 1, Template: cpuMaster},
+				{Role: "worker", Replicas: 4, MinMember: ptr.To[int32](2), Template: gpuWorker},
+			},
+			policy:        SchedulingPolicy{MinAvailable: ptr.To[int32](4)},
+			wantMin:       4,
+			wantTask:      map[string]int32{"master": 1, "worker": 2},
+			wantResources: rl("cpu", "13", "memory", "2Gi", "nvidia.com/gpu", "6"),
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ComputeGangSpec(tc.replicas, tc.policy)
+			if got.MinMember != tc.wantMin {
+				t.Errorf("minMember = %d, want %d", got.MinMember, tc.wantMin)
+			}
+			if len(got.MinTaskMember) != len(tc.wantTask) {
+				t.Errorf("minTaskMember = %v, want %v", got.MinTaskMember, tc.wantTask)
+			}
+			for role, n := range tc.wantTask {
+				if got.MinTaskMember[role] != n {
+					t.Errorf("minTaskMember[%s] = %d, want %d", role, got.MinTaskMember[role], n)
+				}
+			}
+			if len(got.MinResources) != len(tc.wantResources) {
+				t.Errorf("minResources = %v, want %v", got.MinResources, tc.wantResources)
+			}
+			for name, want := range tc.wantResources {
+				if q := got.MinResources[name]; q.Cmp(want) != 0 {
+					t.Errorf("minResources[%s] = %s, want %s", name, q.String(), want.String())
+				}
+			}
+			if got.Queue != tc.policy.Queue || got.PriorityClassName != tc.policy.PriorityClass || got.ScheduleTimeoutSeconds != tc.policy.ScheduleTimeoutSeconds {
+				t.Errorf("scheduling policy not carried over: %+v", got)
+			}
+		})
+	}
+}
