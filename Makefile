@@ -26,6 +26,8 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and RBAC from the co
 	$(CONTROLLER_GEN) crd:crdVersions=v1,maxDescLen=0,generateEmbeddedObjectMeta=true paths=./apis/... output:crd:dir=config/crd/bases
 	go run ./hack/crdtrim config/crd/bases/kubeflow.org_*.yaml
 	$(CONTROLLER_GEN) rbac:roleName=troupe-operator paths=./internal/operator/... output:rbac:dir=config/rbac/operator
+	hack/peer-crds.sh
+	$(CONTROLLER_GEN) rbac:roleName=troupe-scheduler paths=./gangscheduler/app/... output:rbac:dir=config/rbac/scheduler
 
 .PHONY: manifests
 manifests: generate ## Alias of generate.

@@ -24,7 +24,8 @@ type Backend interface {
 	// PodGroupType is an empty PodGroup of the backend, for watches.
 	PodGroupType() client.Object
 	// CheckInstalled fails, naming what to install, when the cluster does
-	// not serve the backend's PodGroup.
+	// not serve the backend's PodGroup. The message does not name the flag
+	// or annotation that chose the backend; the caller adds that.
 	CheckInstalled(mapper meta.RESTMapper) error
 	// SyncPodGroup creates or updates the job's PodGroup (named after the
 	// job, controlled by owner) from spec and reports the backend's verdict.
@@ -32,19 +33,23 @@ type Backend interface {
 	// DeletePodGroup removes the job's PodGroup, if any, so that a finished
 	// or suspended job holds no queue capacity.
 	DeletePodGroup(ctx context.Context, c client.Client, owner metav1.Object) error
-	// DecoratePod marks a pod as a member of the job's gang with a role.
+	// DecoratePod marks a pod as a member of the job's gang with a role and
+	// sends it to SchedulerName, unless the pod chose a scheduler itself.
 	DecoratePod(pod *corev1.Pod, group, role string)
 }
 
 // GangState is what the backend says of a job's PodGroup.
 type GangState struct {
 	// Admitted is true once the backend has admitted the gang (Volcano's
-	// Inqueue or later; backends without admission always admit).
+	// Inqueue or later; backends without admission always admit). The
+	// engine creates no pods before, unless the operator runs with
+	// --wait-for-podgroup-admission=false.
 	Admitted bool
 	// Phase is the PodGroup's phase in the backend's words.
 	Phase string
 	// Unschedulable explains, when the backend says so, why the gang does
-	// not run yet ("worker: 0/8 nodes have 4 free nvidia.com/gpu").
+	// not run yet ("worker: 0/8 nodes have 4 free nvidia.com/gpu"). The
+	// engine shows it on the job verbatim, roles and all.
 	Unschedulable string
 }
 

@@ -29,9 +29,9 @@ const (
 var conditionsExcludedBy = map[kubeflowv1.JobConditionType][]kubeflowv1.JobConditionType{
 	ConditionRunning:    {ConditionRestarting},
 	ConditionRestarting: {ConditionRunning},
-	ConditionSucceeded:  {ConditionRunning, ConditionRestarting},
-	ConditionFailed:     {ConditionRunning, ConditionRestarting},
-	ConditionSuspended:  {ConditionRunning, ConditionRestarting},
+	ConditionSucceeded:  {ConditionRunning, ConditionRestarting, ConditionGangScheduled},
+	ConditionFailed:     {ConditionRunning, ConditionRestarting, ConditionGangScheduled},
+	ConditionSuspended:  {ConditionRunning, ConditionRestarting, ConditionGangScheduled},
 }
 
 // setCondition sets a condition; the transition time moves only when the

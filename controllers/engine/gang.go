@@ -2,9 +2,39 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
+	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	"github.com/troupe-ml/troupe/integrations"
+)
+
+// ConditionGangScheduled says whether the job's gang is placed: False,
+// with a reason below and the backend's own words, until minMember pods run
+// (or have succeeded), then True. Only gang-scheduled jobs have it.
+const ConditionGangScheduled = kubeflowv1.JobConditionType("GangScheduled")
+
+// Reasons of the GangScheduled condition.
+const (
+	// ReasonGangPending: the backend has not admitted the gang yet
+	// (Volcano's Pending); the engine creates no pods of a new gang before
+	// it does.
+	ReasonGangPending = "GangPending"
+	// ReasonGangUnschedulable: the scheduler tried and could not place the
+	// gang; the message is its explanation.
+	ReasonGangUnschedulable = "GangUnschedulable"
+	// ReasonGangScheduling: admitted, and fewer than minMember pods run.
+	ReasonGangScheduling = "GangScheduling"
+	// ReasonGangScheduled: minMember pods run.
+	ReasonGangScheduled = "GangScheduled"
+	// ReasonCustomSchedulerName: a replica chose a scheduler other than
+	// the backend's; its pods keep it.
+	ReasonCustomSchedulerName = "CustomSchedulerName"
 )
 
 // gangSpec is the PodGroup contents of a job, from its replicas in the
@@ -31,26 +61,156 @@ func gangSpec(fw Framework, job Job) integrations.GangSpec {
 	return integrations.ComputeGangSpec(replicas, policy)
 }
 
-// syncGang keeps the job's PodGroup in line with its spec before any pod is
-// created, and reports whether the backend lets pods be created yet.
+// syncGang picks the job's backend and keeps its PodGroup in line with the
+// job before any pod is created. It reports whether the pass may go on to
+// create pods: not before the backend admits the gang (unless the operator
+// was told not to wait), and never for a job whose choice of backend is
+// invalid, which fails here.
+//
+// Only a gang without live pods waits: a new one, or one restarted whole.
+// Volcano sends a PodGroup that lost a member back to Pending; holding the
+// pass then would leave the running members' failures unhandled and the
+// status stale until Volcano admits the gang again.
 func (r *Reconciler) syncGang(ctx context.Context, s *scope) (bool, error) {
-	if r.gang == nil {
+	backend, err := r.gangs.For(s.job)
+	if err != nil {
+		var invalid *integrations.SelectionError
+		if errors.As(err, &invalid) {
+			r.failJob(s, invalid.Reason, invalid.Message)
+			return false, nil
+		}
+		return false, err
+	}
+	s.gang = backend
+	// A job that switched backends leaves no PodGroup behind: Volcano, for
+	// one, holds queue capacity for every admitted PodGroup.
+	if err := r.deleteGang(ctx, s, backend); err != nil {
+		return false, err
+	}
+	if backend == nil {
 		return true, nil
 	}
-	state, err := r.gang.SyncPodGroup(ctx, r.client, s.job, *controllerRef(r.fw, s.job), gangSpec(r.fw, s.job))
+	r.warnCustomSchedulerNames(s, backend)
+	spec := gangSpec(r.fw, s.job)
+	state, err := backend.SyncPodGroup(ctx, r.client, s.job, *controllerRef(r.fw, s.job), spec)
 	if err != nil {
 		return false, fmt.Errorf("sync PodGroup: %w", err)
 	}
-	return state.Admitted, nil
+	hold := !state.Admitted && r.waitForAdmission && !slices.ContainsFunc(s.pods, isLive)
+	r.setGangScheduled(s, backend, state, spec.MinMember, hold)
+	return !hold, nil
 }
 
-// deleteGang removes the PodGroup of a job that no longer needs one.
-func (r *Reconciler) deleteGang(ctx context.Context, s *scope) error {
-	if r.gang == nil {
-		return nil
+func isLive(p *corev1.Pod) bool { return !isTerminating(p) }
+
+// setGangScheduled shows the backend's verdict on the job, with a Warning
+// event whenever its explanation changes. When the backend gives none, the
+// pods' own PodScheduled conditions explain: that is where kube-scheduler
+// (and so Coscheduling) writes why a pod does not fit.
+func (r *Reconciler) setGangScheduled(s *scope, backend integrations.Backend, state integrations.GangState, minMember int32, hold bool) {
+	kind := r.fw.GroupVersionKind().Kind
+	var placed int32
+	for _, p := range s.pods {
+		if isLive(p) && (p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded) {
+			placed++
+		}
 	}
-	if err := r.gang.DeletePodGroup(ctx, r.client, s.job); err != nil {
-		return fmt.Errorf("delete PodGroup: %w", err)
+	status, reason, msg := corev1.ConditionFalse, ReasonGangScheduling, ""
+	switch {
+	case placed >= minMember:
+		status, reason = corev1.ConditionTrue, ReasonGangScheduled
+		msg = fmt.Sprintf("%s %s: the gang's minMember (%d) pods run.", kind, s.job.GetName(), minMember)
+	case !state.Admitted:
+		reason = ReasonGangPending
+		// No phase in the message: a new PodGroup turning Pending is no
+		// news worth a second event.
+		msg = fmt.Sprintf("PodGroup %s: waiting for %s to admit the gang", s.job.GetName(), backend.Name())
+		if hold {
+			msg += " before creating its pods"
+		}
+		msg += "."
+		if state.Unschedulable != "" {
+			msg += " " + backend.Name() + ": " + state.Unschedulable
+		}
+	case state.Unschedulable != "":
+		reason, msg = ReasonGangUnschedulable, state.Unschedulable
+	default:
+		if why := unschedulablePods(s.pods); why != "" {
+			reason, msg = ReasonGangUnschedulable, why
+		} else {
+			msg = fmt.Sprintf("%s %s: %d of minMember %d pods run; %s is placing the rest.", kind, s.job.GetName(), placed, minMember, backend.SchedulerName())
+		}
+	}
+	old := findCondition(s.status(), ConditionGangScheduled)
+	changed := old == nil || old.Status != status || old.Reason != reason || old.Message != msg
+	switch {
+	case changed && (reason == ReasonGangPending || reason == ReasonGangUnschedulable):
+		r.event(s.job, corev1.EventTypeWarning, reason, msg)
+	case changed && status == corev1.ConditionTrue && old != nil && old.Status == corev1.ConditionFalse:
+		r.event(s.job, corev1.EventTypeNormal, reason, msg)
+	}
+	setCondition(s.status(), ConditionGangScheduled, status, reason, msg, s.now)
+}
+
+// unschedulablePods explains, per role, why pods are not placed: the first
+// (by name) unschedulable pod of each role, roles sorted.
+func unschedulablePods(pods []*corev1.Pod) string {
+	byRole := map[string]string{}
+	sorted := slices.Clone(pods)
+	slices.SortFunc(sorted, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	for _, p := range sorted {
+		role := p.Labels[kubeflowv1.ReplicaTypeLabel]
+		if _, seen := byRole[role]; seen || isTerminating(p) || p.Spec.NodeName != "" {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && c.Message != "" {
+				byRole[role] = c.Message
+			}
+		}
+	}
+	var parts []string
+	for _, role := range slices.Sorted(maps.Keys(byRole)) {
+		parts = append(parts, role+": "+byRole[role])
+	}
+	return strings.Join(parts, "; ")
+}
+
+// warnCustomSchedulerNames warns, once per job, about replicas that chose
+// a scheduler other than the backend's. Their pods keep it (the user may
+// run a scheduler that reads the backend's PodGroup), but if it does not,
+// the gang is not placed as one, and that deserves saying.
+func (r *Reconciler) warnCustomSchedulerNames(s *scope, backend integrations.Backend) {
+	var odd []string
+	for _, rtype := range orderedReplicaTypes(r.fw, s.job) {
+		name, chosen := integrations.UserSchedulerName(&s.job.ReplicaSpecs()[rtype].Template.Spec)
+		if chosen && name != backend.SchedulerName() {
+			odd = append(odd, fmt.Sprintf("%s pods use schedulerName %s", rtype, name))
+		}
+	}
+	if len(odd) == 0 {
+		return
+	}
+	if uid, warned := r.warned.Load(s.key); warned && uid == s.job.GetUID() {
+		return
+	}
+	r.warned.Store(s.key, s.job.GetUID())
+	r.event(s.job, corev1.EventTypeWarning, ReasonCustomSchedulerName, fmt.Sprintf(
+		"%s, not %s's %s: they are gang-scheduled only if that scheduler honours the %s PodGroup.",
+		strings.Join(odd, "; "), backend.Name(), backend.SchedulerName(), backend.Name()))
+}
+
+// deleteGang removes the job's PodGroups of every backend but keep (nil:
+// all of them), so that a finished or suspended job holds no queue
+// capacity and a job that switched backends leaves nothing behind.
+func (r *Reconciler) deleteGang(ctx context.Context, s *scope, keep integrations.Backend) error {
+	for _, b := range r.gangs.All() {
+		if keep != nil && b.Name() == keep.Name() {
+			continue
+		}
+		if err := b.DeletePodGroup(ctx, r.client, s.job); err != nil {
+			return fmt.Errorf("delete %s PodGroup: %w", b.Name(), err)
+		}
 	}
 	return nil
 }

@@ -28,7 +28,8 @@ func replicaLabels(fw Framework, job Job, rtype kubeflowv1.ReplicaType, index in
 
 // newPod builds the pod of one replica from its template: upstream's name
 // and labels, the controller reference, the restart policy the kubelet
-// applies, and the framework's environment.
+// applies, the gang backend's marks (gang may be nil), and the framework's
+// environment.
 func newPod(fw Framework, gang integrations.Backend, job Job, rtype kubeflowv1.ReplicaType, index int) (*corev1.Pod, error) {
 	spec := job.ReplicaSpecs()[rtype]
 	tmpl := spec.Template.DeepCopy()

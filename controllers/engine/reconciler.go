@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,8 +25,16 @@ type Reconciler struct {
 	client   client.Client
 	recorder events.EventRecorder
 	fw       Framework
-	// gang is the gang backend, nil when pods are scheduled one by one.
-	gang   integrations.Backend
+	// gangs are the gang backends a job can be placed with; with none,
+	// pods are scheduled one by one.
+	gangs integrations.Backends
+	// waitForAdmission holds a gang's pods back until its backend admits
+	// the gang.
+	waitForAdmission bool
+	// warned maps a job's key to the UID of the job that got the
+	// CustomSchedulerName warning, so it is given once per job, not per
+	// pass.
+	warned sync.Map
 	expect *expectations
 	clock  clock.PassiveClock
 }
@@ -33,14 +42,21 @@ type Reconciler struct {
 // Option configures a Reconciler.
 type Option func(*Reconciler)
 
-// WithGangBackend places every job's pods as one gang through the backend.
-func WithGangBackend(b integrations.Backend) Option {
-	return func(r *Reconciler) { r.gang = b }
+// WithGangBackends places every job's pods as one gang through its
+// backend: the one the job's annotation names, or the default.
+func WithGangBackends(b integrations.Backends) Option {
+	return func(r *Reconciler) { r.gangs = b }
+}
+
+// WithAdmissionWait sets whether a gang's pods wait for the backend to
+// admit the gang (the default), as Kubeflow's training-operator does.
+func WithAdmissionWait(wait bool) Option {
+	return func(r *Reconciler) { r.waitForAdmission = wait }
 }
 
 // NewReconciler returns the engine for one framework.
 func NewReconciler(c client.Client, recorder events.EventRecorder, fw Framework, opts ...Option) *Reconciler {
-	r := &Reconciler{client: c, recorder: recorder, fw: fw, expect: newExpectations(), clock: clock.RealClock{}}
+	r := &Reconciler{client: c, recorder: recorder, fw: fw, expect: newExpectations(), clock: clock.RealClock{}, waitForAdmission: true}
 	for _, o := range opts {
 		o(r)
 	}
@@ -60,8 +76,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			b = b.Owns(t)
 		}
 	}
-	if r.gang != nil {
-		b = b.Owns(r.gang.PodGroupType())
+	for _, gang := range r.gangs.All() {
+		b = b.Owns(gang.PodGroupType())
 	}
 	return b.Complete(r)
 }
@@ -82,6 +98,8 @@ type scope struct {
 	deleted bool
 	// recreate holds failed pods to replace once the status is written.
 	recreate []*corev1.Pod
+	// gang is the job's gang backend, nil for none.
+	gang integrations.Backend
 }
 
 func (s *scope) status() *kubeflowv1.JobStatus { return s.job.GetJobStatus() }
@@ -98,6 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expect.forget(req.String())
+			r.warned.Delete(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err

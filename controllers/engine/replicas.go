@@ -172,7 +172,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (replicaPa
 }
 
 func (r *Reconciler) createPod(ctx context.Context, s *scope, rtype kubeflowv1.ReplicaType, index int) error {
-	pod, err := newPod(r.fw, r.gang, s.job, rtype, index)
+	pod, err := newPod(r.fw, s.gang, s.job, rtype, index)
 	if err != nil {
 		return err
 	}

@@ -78,7 +78,7 @@ func (r *Reconciler) reconcileSuspended(ctx context.Context, s *scope) error {
 	if err := r.deleteAll(ctx, s); err != nil {
 		return err
 	}
-	if err := r.deleteGang(ctx, s); err != nil {
+	if err := r.deleteGang(ctx, s, nil); err != nil {
 		return err
 	}
 	status := s.status()
@@ -107,7 +107,7 @@ func (r *Reconciler) reconcileFinished(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
-	if err := r.deleteGang(ctx, s); err != nil {
+	if err := r.deleteGang(ctx, s, nil); err != nil {
 		return err
 	}
 	policy := kubeflowv1.CleanPodPolicy("None")

@@ -1,7 +1,13 @@
 // Package actions holds the steps of a scheduling cycle. Each implements
-// framework.Action and runs on a session; allocate is the first. Enqueue
-// (admit a gang only if it fits node by node), backfill and preempt will
-// sit beside it.
+// framework.Action and runs on a session, in this order (Pipeline):
+//
+//   - enqueue admits Pending gangs whose whole minimal gang fits node by
+//     node and within their queue's share and capability;
+//   - allocate places admitted gangs all-or-nothing;
+//   - backfill places pods that request nothing where they fit, without
+//     ever forming a gang.
+//
+// Preempt will sit beside them.
 package actions
 
 import (
@@ -25,6 +31,11 @@ const (
 // statement (each task on its best feasible node) and commits the statement
 // only if the job is then ready; otherwise it discards it, so the gang
 // binds nothing and what it took is free for the next job.
+//
+// When the enqueue action ran earlier in the session (the admission gate,
+// framework.Session.EnableAdmission), only admitted jobs are tried. Every
+// task must also fit its queue (framework.Session.Allocatable: the
+// proportion plugin's share and capability), or it is not placed.
 type Allocate struct{}
 
 // NewAllocate returns the allocate action.
@@ -49,6 +60,9 @@ func (a *Allocate) Execute(ssn *framework.Session) {
 			ssn.RecordUnschedulable(job.UID, ReasonQueueClosed, fmt.Sprintf("queue %q is closed", job.Queue))
 			continue
 		}
+		if !ssn.MayAllocate(job) {
+			continue // enqueue ran and did not admit it; it recorded why
+		}
 		if r := ssn.JobValid(job); r != nil {
 			ssn.RecordUnschedulable(job.UID, r.Reason, r.Message)
 			continue
@@ -71,18 +85,19 @@ func (a *Allocate) Execute(ssn *framework.Session) {
 				qi = i
 			}
 		}
-		name := queues[qi].Name
+		queue := queues[qi]
+		name := queue.Name
 		job := perQueue[name][0]
 		perQueue[name] = perQueue[name][1:]
 		if len(perQueue[name]) == 0 {
 			queues = slices.Delete(queues, qi, qi+1)
 		}
-		a.allocateJob(ssn, job)
+		a.allocateJob(ssn, queue, job)
 	}
 }
 
 // allocateJob tries to place job's pending tasks as one gang.
-func (a *Allocate) allocateJob(ssn *framework.Session, job *api.JobInfo) {
+func (a *Allocate) allocateJob(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInfo) {
 	tasks := job.PendingTasks()
 	slices.SortStableFunc(tasks, ssn.TaskCompare)
 
@@ -99,6 +114,17 @@ func (a *Allocate) allocateJob(ssn *framework.Session, job *api.JobInfo) {
 		}
 		cls := ssn.ClassOf(task)
 		if cls != nil && failed[cls] {
+			continue
+		}
+		// The queue only fills up as the statement goes on, and the class
+		// fixes the request, so a refusal holds for the class too.
+		if !ssn.Allocatable(queue, task) {
+			if cls != nil {
+				failed[cls] = true
+			}
+			if firstFailure == "" {
+				firstFailure = fmt.Sprintf("pod %s: queue %q has no share or capability left for it", task.Key(), queue.Name)
+			}
 			continue
 		}
 		node := bestNode(ssn, cls, task)

@@ -46,11 +46,25 @@ func benchCluster(nodes, gangs, workers int) cluster {
 //
 //	go test -run=NONE -bench=. -benchtime=1x ./gangscheduler/actions/
 func BenchmarkAllocate(b *testing.B) {
+	benchSessions(b, plugins.Default, false, actions.NewAllocate())
+}
+
+// BenchmarkEnqueueAllocate is BenchmarkAllocate with every gang Pending and
+// enqueue before allocate, with the queue-share plugins (proportion, drf):
+// every gang is admitted by a node-by-node trial placement first, then
+// placed. The trials share the session's predicate cache with allocate, so
+// predicate evaluations stay at classes x nodes; the trials' cost shows in
+// time per pod.
+func BenchmarkEnqueueAllocate(b *testing.B) {
+	benchSessions(b, plugins.WithQueueShare, true, actions.NewEnqueue(), actions.NewAllocate())
+}
+
+func benchSessions(b *testing.B, plugs func() []framework.Plugin, pending bool, acts ...framework.Action) {
 	for _, size := range []struct{ nodes, gangs, workers int }{{1000, 500, 3}, {5000, 2000, 3}, {1000, 100, 15}} {
 		b.Run(fmt.Sprintf("nodes=%d/gangs=%d/workers=%d", size.nodes, size.gangs, size.workers), func(b *testing.B) {
 			c := benchCluster(size.nodes, size.gangs, size.workers)
 			var stats framework.Stats
-			var bound int
+			var bound, admitted int
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
@@ -58,18 +72,24 @@ func BenchmarkAllocate(b *testing.B) {
 				jobs := make([]*api.JobInfo, len(c.jobs))
 				for i, j := range c.jobs {
 					cp := *j
+					if pending {
+						cp.Phase = api.JobPending
+					}
 					jobs[i] = &cp
 				}
 				snap := st.MustSnapshot(c.nodes, c.pods, jobs)
 				b.StartTimer()
 
-				ssn := framework.OpenSession(snap, plugins.Default()...)
-				ssn.Run(actions.NewAllocate())
+				ssn := framework.OpenSession(snap, plugs()...)
+				ssn.Run(acts...)
 
 				b.StopTimer()
-				stats, bound = ssn.Stats(), len(ssn.Bindings())
+				stats, bound, admitted = ssn.Stats(), len(ssn.Bindings()), len(ssn.Admitted())
 				if bound != len(c.pods) {
 					b.Fatalf("bound %d of %d pods: %v", bound, len(c.pods), firstN(ssn.Unschedulable(), 3))
+				}
+				if pending && admitted != len(c.jobs) {
+					b.Fatalf("admitted %d of %d gangs: %v", admitted, len(c.jobs), firstN(ssn.Unschedulable(), 3))
 				}
 				b.StartTimer()
 			}
@@ -79,6 +99,9 @@ func BenchmarkAllocate(b *testing.B) {
 			b.ReportMetric(float64(stats.Classes*size.nodes), "classes*nodes/op")
 			b.ReportMetric(float64(pods*size.nodes), "pods*nodes/op")
 			b.ReportMetric(float64(bound), "pods-bound/op")
+			if pending {
+				b.ReportMetric(float64(admitted), "gangs-admitted/op")
+			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(pods), "ns/pod")
 		})
 	}

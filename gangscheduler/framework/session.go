@@ -32,6 +32,9 @@ type Session struct {
 	bindings      []Decision
 	unschedulable map[api.JobID]Unschedulable
 	admitted      map[api.JobID]bool
+
+	// ext holds the queue-share pipeline's extension points (extensions.go).
+	ext extensions
 }
 
 // Unschedulable says why a job got nothing (or not everything) this
@@ -155,13 +158,18 @@ func (ssn *Session) NodeScore(task *api.TaskInfo, node *api.NodeInfo) int64 {
 	return score
 }
 
-// JobCompare orders jobs by the registered job orders, then by UID, so the
-// order is total and deterministic.
+// JobCompare orders jobs by the registered job orders, then older first,
+// then by UID, so the order is total and deterministic. The age fallback
+// lives here rather than in a plugin so that every registered order (PodGroup
+// priority, then dominant resource share) gets its say before age does.
 func (ssn *Session) JobCompare(l, r *api.JobInfo) int {
 	for _, fn := range ssn.jobOrders {
 		if c := fn(l, r); c != 0 {
 			return c
 		}
+	}
+	if c := l.CreationTimestamp.Compare(r.CreationTimestamp); c != 0 {
+		return c
 	}
 	return cmp.Compare(l.UID, r.UID)
 }

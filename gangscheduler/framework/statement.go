@@ -45,6 +45,7 @@ func (s *Statement) Allocate(task *api.TaskInfo, node *api.NodeInfo) error {
 		return err
 	}
 	s.ops = append(s.ops, Decision{Task: task, Node: node.Name})
+	s.ssn.fireAllocate(task)
 	return nil
 }
 
@@ -62,6 +63,7 @@ func (s *Statement) Discard() {
 			panic(fmt.Sprintf("statement discard: %v", err))
 		}
 		op.Task.NodeName, op.Task.Status = "", api.Pending
+		s.ssn.fireDeallocate(op.Task)
 	}
 	s.ops = nil
 }

@@ -4,10 +4,12 @@ package plugins
 
 import (
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/drf"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/gang"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/nodeorder"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/predicates"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/priority"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/proportion"
 )
 
 // Default returns the default plugin set, in registration order: priority
@@ -21,4 +23,20 @@ func Default() []framework.Plugin {
 		predicates.New(predicates.Config{}),
 		nodeorder.New(nodeorder.Config{}),
 	}
+}
+
+// WithQueueShare returns Default plus the queue-share plugins, for the
+// enqueue, allocate, backfill pipeline: proportion (each queue's deserved
+// share: queue order, allocatable check, admission budget) and drf (jobs of
+// equal priority by dominant resource share).
+//
+// The job order that results, first decisive answer wins: PodGroup priority
+// (priority), dominant share (drf, which abstains between jobs of different
+// priority, so listing it before priority could not put it above), then the
+// session's fallback, older first and then namespace/name.
+func WithQueueShare() []framework.Plugin {
+	return append(Default(),
+		proportion.New(proportion.Config{}),
+		drf.New(drf.Config{}),
+	)
 }

@@ -2,33 +2,91 @@ package operator
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/troupe-ml/troupe/integrations"
+	"github.com/troupe-ml/troupe/integrations/schedulerplugins"
 	"github.com/troupe-ml/troupe/integrations/troupe"
+	"github.com/troupe-ml/troupe/integrations/volcano"
 )
 
-// gangBackends maps a --gang-scheduler-name value to its backend; a nil
-// backend means pods are scheduled one by one. Registered explicitly.
-var gangBackends = map[string]func() integrations.Backend{
-	"":                nil,
-	GangSchedulerNone: nil,
-	troupe.Name:       func() integrations.Backend { return troupe.Backend{} },
-}
+// namedGangBackends have a PodGroup of their own.
+var namedGangBackends = []string{volcano.Name, schedulerplugins.Name, troupe.Name}
 
-// availableGangBackends lists the backends this build provides.
-func availableGangBackends() string {
-	return strings.Join([]string{GangSchedulerNone, troupe.Name}, ", ")
-}
+// KnownGangBackends are the values of --gang-scheduler-name and of a job's
+// troupe.dev/gang-scheduler-name annotation. As upstream, any other valid
+// scheduler name on the flag selects a scheduler that is compatible with
+// scheduler-plugins' Coscheduling.
+var KnownGangBackends = append([]string{integrations.None}, namedGangBackends...)
 
-// gangBackend returns the backend a valid --gang-scheduler-name selects.
-func gangBackend(name string) (integrations.Backend, error) {
-	newBackend, ok := gangBackends[name]
-	if !ok {
-		return nil, fmt.Errorf("--gang-scheduler-name: %q is not available in this build yet; available: %s", name, availableGangBackends())
-	}
-	if newBackend == nil {
+// newGangBackend returns the backend a --gang-scheduler-name value
+// selects, nil for none. Registered here, explicitly.
+func newGangBackend(name string) (integrations.Backend, error) {
+	switch name {
+	case "", integrations.None:
 		return nil, nil
+	case troupe.Name:
+		return troupe.Backend{}, nil
+	case volcano.Name:
+		return volcano.Backend{}, nil
+	case schedulerplugins.Name:
+		return schedulerplugins.Backend{Scheduler: schedulerplugins.DefaultSchedulerName}, nil
 	}
-	return newBackend(), nil
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return nil, fmt.Errorf("--gang-scheduler-name: %q is neither one of %s nor a valid scheduler name: %s", name, strings.Join(KnownGangBackends, ", "), strings.Join(msgs, "; "))
+	}
+	return schedulerplugins.Backend{Scheduler: name}, nil
+}
+
+// gangBackends returns the operator's backends: the flag's as the default,
+// whose PodGroup the cluster must serve, and for jobs that choose by
+// annotation every known backend the cluster serves. The others are
+// recorded with what to install, for the jobs that ask for them.
+func gangBackends(flag string, mapper meta.RESTMapper) (integrations.Backends, error) {
+	def, err := newGangBackend(flag)
+	if err != nil {
+		return integrations.Backends{}, err
+	}
+	bs := integrations.Backends{
+		Default:     def,
+		Available:   map[string]integrations.Backend{integrations.None: nil},
+		Unavailable: map[string]error{},
+	}
+	for _, name := range namedGangBackends {
+		b, _ := newGangBackend(name)
+		if def != nil && def.Name() == name {
+			// A job that names the default's kind gets the operator's
+			// own configuration of it (a custom coscheduling name).
+			b = def
+		}
+		if err := b.CheckInstalled(mapper); err != nil {
+			bs.Unavailable[name] = err
+			continue
+		}
+		bs.Available[name] = b
+	}
+	if def != nil {
+		if err := bs.Unavailable[def.Name()]; err != nil {
+			return bs, fmt.Errorf("--gang-scheduler-name=%s: %w", flag, err)
+		}
+	}
+	return bs, nil
+}
+
+// describeGangBackends is a log line's worth of what the operator can use.
+func describeGangBackends(bs integrations.Backends) []any {
+	def := integrations.None
+	if bs.Default != nil {
+		def = bs.Default.Name() + " (scheduler " + bs.Default.SchedulerName() + ")"
+	}
+	return []any{
+		"default", def,
+		"available", slices.Sorted(maps.Keys(bs.Available)),
+		"notInstalled", slices.Sorted(maps.Keys(bs.Unavailable)),
+	}
 }

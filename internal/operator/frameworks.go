@@ -36,17 +36,12 @@ func FrameworkNames() []string {
 // SetupControllers registers one controller per enabled job kind, and the
 // health checks, with the manager.
 func SetupControllers(mgr ctrl.Manager, opts *Options) error {
-	gang, err := gangBackend(opts.GangSchedulerName)
+	gangs, err := gangBackends(opts.GangSchedulerName, mgr.GetRESTMapper())
 	if err != nil {
 		return err
 	}
-	var engineOpts []engine.Option
-	if gang != nil {
-		if err := gang.CheckInstalled(mgr.GetRESTMapper()); err != nil {
-			return err
-		}
-		engineOpts = append(engineOpts, engine.WithGangBackend(gang))
-	}
+	ctrl.Log.WithName("setup").Info("gang backends", describeGangBackends(gangs)...)
+	engineOpts := []engine.Option{engine.WithGangBackends(gangs), engine.WithAdmissionWait(opts.WaitForPodGroupAdmission)}
 	for _, name := range opts.Schemes() {
 		newFramework, ok := frameworks[name]
 		if !ok {

@@ -15,15 +15,6 @@ import (
 	"github.com/troupe-ml/troupe/controllers/mpi"
 )
 
-// GangSchedulerNone turns gang scheduling off: pods are scheduled one by one
-// by the default scheduler.
-const GangSchedulerNone = "none"
-
-// KnownGangBackends are the named backends of --gang-scheduler-name. As
-// upstream, any other valid scheduler name selects a scheduler that is
-// compatible with scheduler-plugins' coscheduling.
-var KnownGangBackends = []string{GangSchedulerNone, "volcano", "scheduler-plugins", "troupe"}
-
 // Options are the operator's settings, one per flag.
 type Options struct {
 	Kubeconfig              string
@@ -37,19 +28,23 @@ type Options struct {
 	QPS                     float64
 	Burst                   int
 	GangSchedulerName       string
-	MPIKubectlDeliveryImage string
+	// WaitForPodGroupAdmission holds a gang's pods back until its backend
+	// admits the PodGroup (Volcano's Inqueue).
+	WaitForPodGroupAdmission bool
+	MPIKubectlDeliveryImage  string
 }
 
 // NewOptions returns the defaults: every framework, all namespaces.
 func NewOptions() *Options {
 	return &Options{
-		EnabledSchemes:          schemeList{values: FrameworkNames()},
-		MetricsBindAddress:      ":8080",
-		HealthProbeBindAddress:  ":8081",
-		LeaderElectionID:        "troupe-operator.troupe.dev",
-		QPS:                     50,
-		MPIKubectlDeliveryImage: mpi.DefaultKubectlDeliveryImage,
-		Burst:                   100,
+		EnabledSchemes:           schemeList{values: FrameworkNames()},
+		MetricsBindAddress:       ":8080",
+		HealthProbeBindAddress:   ":8081",
+		LeaderElectionID:         "troupe-operator.troupe.dev",
+		QPS:                      50,
+		MPIKubectlDeliveryImage:  mpi.DefaultKubectlDeliveryImage,
+		Burst:                    100,
+		WaitForPodGroupAdmission: true,
 	}
 }
 
@@ -66,7 +61,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the API server.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the API server.")
 	fs.StringVar(&o.MPIKubectlDeliveryImage, "mpi-kubectl-delivery-image", o.MPIKubectlDeliveryImage, "Image of the MPIJob launcher's init container that delivers kubectl for kubexec.sh.")
-	fs.StringVar(&o.GangSchedulerName, "gang-scheduler-name", o.GangSchedulerName, fmt.Sprintf("Gang-scheduling backend: %s, or the name of a coscheduling-compatible scheduler; empty means none.", strings.Join(KnownGangBackends, ", ")))
+	fs.StringVar(&o.GangSchedulerName, "gang-scheduler-name", o.GangSchedulerName, fmt.Sprintf("Gang-scheduling backend: %s, or the name of a coscheduling-compatible scheduler; empty means none. A job's troupe.dev/gang-scheduler-name annotation overrides it for that job.", strings.Join(KnownGangBackends, ", ")))
+	fs.BoolVar(&o.WaitForPodGroupAdmission, "wait-for-podgroup-admission", o.WaitForPodGroupAdmission, "Create a gang's pods only once its backend admits the PodGroup (Volcano's Inqueue), as Kubeflow's training-operator does; false creates them at once.")
 }
 
 // Schemes returns the job kinds to run.
@@ -97,13 +93,7 @@ func (o *Options) Validate() error {
 	if o.LeaderElect && o.LeaderElectionID == "" {
 		errs = append(errs, errors.New("--leader-election-id: must not be empty when --leader-elect is set"))
 	}
-	if g := o.GangSchedulerName; g != "" && !slices.Contains(KnownGangBackends, g) {
-		if msgs := validation.IsDNS1123Subdomain(g); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("--gang-scheduler-name: %q is neither one of %s nor a valid scheduler name: %s", g, strings.Join(KnownGangBackends, ", "), strings.Join(msgs, "; ")))
-		}
-	}
-	if _, err := gangBackend(o.GangSchedulerName); err != nil && len(errs) == 0 {
-		// Only a well-formed name that this build lacks gets here.
+	if _, err := newGangBackend(o.GangSchedulerName); err != nil {
 		errs = append(errs, err)
 	}
 	if o.MPIKubectlDeliveryImage == "" {

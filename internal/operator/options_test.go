@@ -20,7 +20,7 @@ func TestParseFlags(t *testing.T) {
 			name:        "defaults run every kind",
 			wantSchemes: []string{"mpijob", "pytorchjob", "tfjob"},
 			check: func(t *testing.T, o *Options) {
-				if o.GangSchedulerName != "" || o.Namespace != "" || o.LeaderElect {
+				if o.GangSchedulerName != "" || o.Namespace != "" || o.LeaderElect || !o.WaitForPodGroupAdmission {
 					t.Errorf("unexpected defaults: %+v", o)
 				}
 			},
@@ -46,9 +46,34 @@ func TestParseFlags(t *testing.T) {
 			},
 		},
 		{
-			name:    "a well-formed backend this build does not provide yet",
-			args:    []string{"--gang-scheduler-name=volcano"},
-			wantErr: []string{`--gang-scheduler-name: "volcano" is not available in this build yet`, "available: none, troupe"},
+			name:        "volcano, without waiting for admission",
+			args:        []string{"--gang-scheduler-name=volcano", "--wait-for-podgroup-admission=false"},
+			wantSchemes: []string{"mpijob", "pytorchjob", "tfjob"},
+			check: func(t *testing.T, o *Options) {
+				if o.GangSchedulerName != "volcano" || o.WaitForPodGroupAdmission {
+					t.Errorf("flags not applied: %+v", o)
+				}
+			},
+		},
+		{
+			name:        "scheduler-plugins waits for admission by default",
+			args:        []string{"--gang-scheduler-name=scheduler-plugins"},
+			wantSchemes: []string{"mpijob", "pytorchjob", "tfjob"},
+			check: func(t *testing.T, o *Options) {
+				if o.GangSchedulerName != "scheduler-plugins" || !o.WaitForPodGroupAdmission {
+					t.Errorf("flags not applied: %+v", o)
+				}
+			},
+		},
+		{
+			name:        "any other scheduler name is a coscheduling-compatible scheduler",
+			args:        []string{"--gang-scheduler-name=my-coscheduler"},
+			wantSchemes: []string{"mpijob", "pytorchjob", "tfjob"},
+			check: func(t *testing.T, o *Options) {
+				if o.GangSchedulerName != "my-coscheduler" {
+					t.Errorf("flags not applied: %+v", o)
+				}
+			},
 		},
 		{
 			name:    "unknown job kind",
@@ -63,7 +88,7 @@ func TestParseFlags(t *testing.T) {
 		{
 			name:    "invalid gang scheduler name",
 			args:    []string{"--gang-scheduler-name=Volcano_Scheduler"},
-			wantErr: []string{"--gang-scheduler-name", "none, volcano, scheduler-plugins, troupe"},
+			wantErr: []string{`--gang-scheduler-name: "Volcano_Scheduler" is neither one of none, volcano, scheduler-plugins, troupe nor a valid scheduler name`},
 		},
 		{
 			name:    "invalid namespace",

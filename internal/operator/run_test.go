@@ -19,6 +19,7 @@ import (
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/integrations"
 	"github.com/troupe-ml/troupe/internal/operator"
 	"github.com/troupe-ml/troupe/internal/testutil"
 )
@@ -106,6 +107,35 @@ var _ = Describe("operator.Run", func() {
 			g.Expect(pg.Spec.MinMember).To(Equal(int32(3)))
 		}).Should(Succeed())
 		Eventually(podCount(ns, "pt")).Should(Equal(3))
+	})
+
+	// This suite's API server serves Troupe's CRDs only, not the peers'.
+	for flag, install := range map[string]string{"volcano": "install Volcano v1.14", "scheduler-plugins": "install scheduler-plugins v0.34"} {
+		It("stops at start, naming what to install, when --gang-scheduler-name="+flag+" has no PodGroup CRD", func() {
+			opts, err := operator.ParseFlags([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--gang-scheduler-name=" + flag}, GinkgoWriter)
+			Expect(err).NotTo(HaveOccurred())
+			err = operator.Run(ctx, suite.Env.Config, opts, func(o *ctrl.Options) { o.Controller.SkipNameValidation = ptr.To(true) })
+			Expect(err).To(MatchError(And(ContainSubstring("--gang-scheduler-name="+flag+": "), ContainSubstring(install))))
+		})
+	}
+
+	It("fails a job that chooses a backend whose PodGroup CRD is missing, and runs the others", func() {
+		runAs("--gang-scheduler-name=troupe", "--enable-scheme=tfjob")
+		ns := newNamespace()
+		job := testutil.MakeTFJob("volcanic", ns).Replica(kubeflowv1.TFJobReplicaTypeWorker, 1).Obj()
+		job.Annotations = map[string]string{integrations.GangSchedulerAnnotation: "volcano"}
+		Expect(suite.Client.Create(ctx, job)).To(Succeed())
+		Expect(suite.Client.Create(ctx, testutil.MakeTFJob("tf", ns).Replica(kubeflowv1.TFJobReplicaTypeWorker, 1).Obj())).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := &kubeflowv1.TFJob{}
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "volcanic"}, got)).To(Succeed())
+			c := testutil.Condition(&got.Status, "Failed")
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(integrations.ReasonGangSchedulerNotInstalled))
+			g.Expect(c.Message).To(And(ContainSubstring("annotation troupe.dev/gang-scheduler-name=volcano: "), ContainSubstring("install Volcano")))
+		}).Should(Succeed())
+		Eventually(podCount(ns, "tf")).Should(Equal(1))
+		Consistently(podCount(ns, "volcanic"), time.Second).Should(BeZero())
 	})
 
 	It("watches only the namespace and the kinds the flags name", func() {

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
@@ -33,12 +35,13 @@ type Env struct {
 
 // StartEnv starts etcd and kube-apiserver from KUBEBUILDER_ASSETS (built by
 // hack/controlplane.sh; `make test` sets it) and installs the CRDs under
-// config/crd.
-func StartEnv() (*Env, error) {
+// config/crd/bases, and those the options add.
+func StartEnv(opts ...EnvOption) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, or export KUBEBUILDER_ASSETS=$(hack/controlplane.sh)")
 	}
-	for _, add := range []func(*k8sruntime.Scheme) error{kubeflowv1.AddToScheme, schedulingv1alpha1.AddToScheme} {
+	adds := []func(*k8sruntime.Scheme) error{kubeflowv1.AddToScheme, schedulingv1alpha1.AddToScheme, volcanov1beta1.AddToScheme, spv1alpha1.AddToScheme}
+	for _, add := range adds {
 		if err := add(scheme.Scheme); err != nil {
 			return nil, err
 		}
@@ -46,6 +49,9 @@ func StartEnv() (*Env, error) {
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+	}
+	for _, o := range opts {
+		o(env)
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -85,3 +85,16 @@ func RestartContainers(ctx context.Context, c client.Client, pod *corev1.Pod, n 
 		}
 	})
 }
+
+// MarkUnschedulable records on a pending pod, as kube-scheduler does, that
+// it fits no node: PodScheduled False, reason Unschedulable, with msg.
+func MarkUnschedulable(ctx context.Context, c client.Client, pod *corev1.Pod, msg string) error {
+	return updatePodStatus(ctx, c, pod, func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodPending
+		p.Status.Conditions = []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: corev1.PodReasonUnschedulable, Message: msg,
+			LastTransitionTime: metav1.Now(),
+		}}
+	})
+}

@@ -22,11 +22,13 @@ type Suite struct {
 
 // NewSuite registers the suite's BeforeSuite and AfterSuite nodes; call it
 // from a package-level variable of the test package.
-func NewSuite(schemes ...string) *Suite {
+func NewSuite(schemes ...string) *Suite { return newSuite(nil, schemes) }
+
+func newSuite(envOpts []EnvOption, schemes []string) *Suite {
 	s := &Suite{schemes: schemes}
 	ginkgo.BeforeSuite(func() {
 		var err error
-		s.Env, err = StartEnv()
+		s.Env, err = StartEnv(envOpts...)
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
 		s.Client = s.Env.Client
 		if len(schemes) > 0 {

@@ -1,0 +1,225 @@
+package actions
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+	"github.com/troupe-ml/troupe/gangscheduler/framework"
+)
+
+// ReasonNotEnoughPods is the PodGroup API's reason for a gang with fewer
+// pods than its minimums (the gang plugin records it too).
+const ReasonNotEnoughPods = "NotEnoughPods"
+
+// Enqueue admits Pending gangs (PodGroup phase Pending, moved to Inqueue by
+// the commit; framework.Session.Admit). It turns the session's admission
+// gate on first, so allocate and backfill after it only place admitted
+// jobs. Jobs admitted before this session (Inqueue, Running, ...) are not
+// checked again.
+//
+// Queue by queue and job by job in the session's order (the queue order is
+// asked again before every job, as in allocate), a Pending job is admitted
+// only when all of these hold:
+//
+//  1. its queue exists and is open;
+//  2. the queue can take what the job needs (framework.Session.MinimalNeed)
+//     within its share and capability (framework.Session.JobEnqueueable:
+//     the proportion plugin);
+//  3. the job fits the cluster:
+//     - a job with pods: its minimal gang (framework.Session.MinimalGang:
+//     minMember tasks, every minTaskMember honoured) is placed node by node,
+//     each pod on its best feasible node as allocate would choose it, in a
+//     statement. All of them must fit, and the job must then be ready.
+//     A gang of 2 pods x 4 GPUs is refused on 4 nodes with 2 free GPUs
+//     each, although 8 GPUs are free in aggregate;
+//     - a job with no pods yet (its controller waits for Inqueue before
+//     creating them): minResources must fit in the cluster's aggregate
+//     idle resources (each node's idle clamped at zero, every node counted,
+//     cordoned and tainted ones too, less what earlier admissions of this
+//     pass without pods need). This is the limitation of
+//     admitting before pods exist: with no pod specs there are no
+//     per-pod sizes, selectors or tolerations to place, so such a job can be
+//     admitted and still not fit node by node; allocate then places it
+//     all-or-nothing or not at all once its pods exist.
+//
+// A job with some pods but fewer than its minimums is not admitted
+// (NotEnoughPods): its controller is still creating them.
+//
+// Admission reserves nothing beyond this action: the statements of admitted
+// jobs are held until every Pending job has been considered, so that two
+// gangs that each fit alone but not together are not both admitted, and are
+// then all discarded. Allocate starts from the snapshot as it was. Each
+// refusal is recorded (framework.Session.RecordUnschedulable) with the
+// PodGroup API's reason.
+type Enqueue struct{}
+
+// NewEnqueue returns the enqueue action.
+func NewEnqueue() *Enqueue { return &Enqueue{} }
+
+// Name is "enqueue".
+func (*Enqueue) Name() string { return "enqueue" }
+
+// Execute runs enqueue on the session.
+func (e *Enqueue) Execute(ssn *framework.Session) {
+	ssn.EnableAdmission()
+	perQueue := map[api.QueueID][]*api.JobInfo{}
+	for _, job := range ssn.Jobs {
+		if ssn.IsAdmitted(job) {
+			continue
+		}
+		q, ok := ssn.Queues[job.Queue]
+		switch {
+		case !ok:
+			ssn.RecordUnschedulable(job.UID, ReasonQueueNotFound, fmt.Sprintf("queue %q does not exist", job.Queue))
+			continue
+		case !q.IsOpen():
+			ssn.RecordUnschedulable(job.UID, ReasonQueueClosed, fmt.Sprintf("queue %q is closed", job.Queue))
+			continue
+		}
+		perQueue[q.Name] = append(perQueue[q.Name], job)
+	}
+	queues := make([]*api.QueueInfo, 0, len(perQueue))
+	for name, jobs := range perQueue {
+		slices.SortFunc(jobs, ssn.JobCompare)
+		queues = append(queues, ssn.Queues[name])
+	}
+
+	p := enqueuePass{ssn: ssn}
+	for len(queues) > 0 {
+		qi := 0
+		for i := 1; i < len(queues); i++ {
+			if ssn.QueueCompare(queues[i], queues[qi]) < 0 {
+				qi = i
+			}
+		}
+		name := queues[qi].Name
+		job := perQueue[name][0]
+		perQueue[name] = perQueue[name][1:]
+		if len(perQueue[name]) == 0 {
+			queues = slices.Delete(queues, qi, qi+1)
+		}
+		p.consider(job)
+	}
+	p.finish()
+}
+
+// enqueuePass is one run of enqueue: the trial statements of the jobs it
+// admitted, held until the end.
+type enqueuePass struct {
+	ssn *framework.Session
+	// held are the admitted jobs' trial placements, in admission order.
+	held []*framework.Statement
+	// heldJobs and heldNeeds are those jobs and their needs: the queue
+	// budget hears of them (JobEnqueued) once their trial placements are
+	// discarded, so that no job counts twice while the pass runs.
+	heldJobs  []*api.JobInfo
+	heldNeeds []api.Resource
+	// podless is what jobs admitted without pods need, in aggregate.
+	podless api.Resource
+}
+
+func (p *enqueuePass) consider(job *api.JobInfo) {
+	ssn := p.ssn
+	if job.ValidCount() == 0 {
+		p.considerPodless(job, ssn.MinimalNeed(job))
+		return
+	}
+	if r := ssn.JobValid(job); r != nil {
+		ssn.RecordUnschedulable(job.UID, r.Reason, r.Message)
+		return
+	}
+	tasks, ok := ssn.MinimalGang(job)
+	if !ok {
+		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughPods,
+			fmt.Sprintf("fewer pending pods than minMember %d and minTaskMember %v ask for", job.MinMember, job.MinTaskMember))
+		return
+	}
+	var need api.Resource // what MinimalNeed is for a job with its pods
+	for _, t := range tasks {
+		need.Add(&t.Resreq)
+	}
+	if r := ssn.JobEnqueueable(job, &need); r != nil {
+		ssn.RecordUnschedulable(job.UID, r.Reason, r.Message)
+		return
+	}
+
+	stmt := ssn.Statement()
+	for _, task := range tasks {
+		cls := ssn.ClassOf(task)
+		node := bestNode(ssn, cls, task)
+		if node == nil {
+			stmt.Discard()
+			ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources,
+				fmt.Sprintf("the gang's %d pods do not fit node by node: pod %s: %s", len(tasks), task.Key(), ssn.Diagnose(task)))
+			return
+		}
+		if err := stmt.Allocate(task, node); err != nil {
+			// Cannot happen for a pending task of this session.
+			stmt.Discard()
+			ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, err.Error())
+			return
+		}
+	}
+	if !ssn.JobReady(job) {
+		stmt.Discard()
+		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources,
+			fmt.Sprintf("the gang is not ready with its %d minimal pods placed", len(tasks)))
+		return
+	}
+	ssn.Admit(job)
+	p.held = append(p.held, stmt)
+	p.heldJobs = append(p.heldJobs, job)
+	p.heldNeeds = append(p.heldNeeds, need)
+}
+
+// considerPodless admits a job without pods on minResources alone.
+func (p *enqueuePass) considerPodless(job *api.JobInfo, need api.Resource) {
+	ssn := p.ssn
+	if r := ssn.JobEnqueueable(job, &need); r != nil {
+		ssn.RecordUnschedulable(job.UID, r.Reason, r.Message)
+		return
+	}
+	idle := p.aggregateIdle()
+	if name, short := need.Insufficient(&idle); short {
+		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources,
+			fmt.Sprintf("no pods yet; minResources %v do not fit the cluster's idle %s (%v in aggregate)", need, name, idle))
+		return
+	}
+	ssn.Admit(job)
+	ssn.JobEnqueued(job, &need)
+	p.podless.Add(&need)
+}
+
+// aggregateIdle is the idle resources of every node (negative idle on an
+// over-committed node counts as zero: it frees nothing elsewhere), with the
+// trial placements of this pass taken, less what jobs admitted without pods
+// need.
+func (p *enqueuePass) aggregateIdle() api.Resource {
+	var idle api.Resource
+	for _, n := range p.ssn.NodeList {
+		i := &n.Idle
+		idle.MilliCPU += max(i.MilliCPU, 0)
+		idle.Memory += max(i.Memory, 0)
+		idle.EphemeralStorage += max(i.EphemeralStorage, 0)
+		idle.Pods += max(i.Pods, 0)
+		for k, v := range i.Scalars {
+			if v > 0 {
+				idle.AddScalar(k, v)
+			}
+		}
+	}
+	idle.Sub(&p.podless)
+	return idle
+}
+
+// finish discards every held trial placement, newest first, and only then
+// tells the queue budget about the jobs they admitted.
+func (p *enqueuePass) finish() {
+	for i := len(p.held) - 1; i >= 0; i-- {
+		p.held[i].Discard()
+	}
+	for i, job := range p.heldJobs {
+		p.ssn.JobEnqueued(job, &p.heldNeeds[i])
+	}
+}

@@ -1,0 +1,196 @@
+// Package app is the scheduler binary: its flags and their validation,
+// its RBAC, and Run, which wires the cache, the binder, the status writer
+// and the loop into a controller-runtime manager. cmd/scheduler only calls
+// Main; tests call ParseFlags and Run.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/gangscheduler/binder"
+	"github.com/troupe-ml/troupe/gangscheduler/cache"
+	"github.com/troupe-ml/troupe/gangscheduler/config"
+	"github.com/troupe-ml/troupe/gangscheduler/queues"
+	"github.com/troupe-ml/troupe/gangscheduler/scheduler"
+	"github.com/troupe-ml/troupe/gangscheduler/status"
+)
+
+// The scheduler's permissions, generated into config/rbac/scheduler by
+// `make generate`; least privilege: it reads what it schedules over,
+// binds pods, writes the status of PodGroups and Queues, creates the
+// default Queue, records events and holds its leader Lease. It never
+// changes a pod, node or PodGroup spec.
+//
+// +kubebuilder:rbac:groups="",resources=nodes;pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/binding,verbs=create
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.troupe.dev,resources=podgroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.troupe.dev,resources=queues,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=scheduling.troupe.dev,resources=podgroups/status;queues/status,verbs=update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+
+// Main parses the command line, validates it and the configuration file,
+// and runs the scheduler until the context ends. It returns the process
+// exit code: 2 for bad flags or a bad configuration file, 1 when the
+// scheduler cannot start or fails.
+func Main(ctx context.Context, args []string, stderr io.Writer) int {
+	opts, err := ParseFlags(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, err)
+		}
+		return 2
+	}
+	cfg, err := loadKubeconfig(opts.Kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "load kubeconfig: %v\n", err)
+		return 1
+	}
+	if err := Run(ctx, cfg, opts); err != nil {
+		fmt.Fprintf(stderr, "scheduler stopped: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// ParseFlags parses and validates the flags and the --config file; the
+// error names every invalid flag, or the file and every invalid field.
+func ParseFlags(args []string, stderr io.Writer) (*Options, error) {
+	opts := NewOptions()
+	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	opts.BindFlags(fs)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid flags:\n%w", err)
+	}
+	c, err := config.Load(opts.ConfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("--config %s: invalid configuration:\n%w", opts.ConfigFile, err)
+	}
+	opts.Config = c
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	return opts, nil
+}
+
+func loadKubeconfig(path string) (*rest.Config, error) {
+	if path != "" {
+		return clientcmd.BuildConfigFromFlags("", path)
+	}
+	return ctrlconfig.GetConfig()
+}
+
+// CRDs the scheduler cannot run without, and the file that installs each.
+var requiredCRDs = []struct {
+	kind schema.GroupVersionKind
+	file string
+}{
+	{schedulingv1alpha1.GroupVersion.WithKind("PodGroup"), "config/crd/bases/scheduling.troupe.dev_podgroups.yaml"},
+	{schedulingv1alpha1.GroupVersion.WithKind("Queue"), "config/crd/bases/scheduling.troupe.dev_queues.yaml"},
+}
+
+// Run starts the scheduler in a manager and runs it until ctx ends. Tuning
+// functions adjust the manager's options; tests use them to wrap the
+// client or to run several schedulers in one process.
+func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*ctrl.Options)) error {
+	if opts.Config == nil {
+		opts.Config = config.Default()
+	}
+	acts, plugs, err := opts.Config.Build()
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(opts.QPS), opts.Burst
+
+	mgrOpts := ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		LeaderElection:          opts.LeaderElect,
+		LeaderElectionID:        opts.LeaderElectionID,
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// Every pod of the cluster is cached; managed fields are most of
+		// a pod's bytes and the scheduler never reads them.
+		Cache: ctrlcache.Options{DefaultTransform: ctrlcache.TransformStripManagedFields()},
+	}
+	for _, tune := range tuning {
+		tune(&mgrOpts)
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	for _, crd := range requiredCRDs {
+		if _, err := mgr.GetRESTMapper().RESTMapping(crd.kind.GroupKind(), crd.kind.Version); err != nil {
+			if meta.IsNoMatchError(err) {
+				return fmt.Errorf("the %s CRD (%s) is not installed: install %s, e.g. kubectl apply --server-side -f %s",
+					crd.kind.Kind, crd.kind.GroupVersion(), crd.file, crd.file)
+			}
+			return fmt.Errorf("look up the %s CRD: %w", crd.kind.Kind, err)
+		}
+	}
+	// Every replica may do this: creating is idempotent, and a PodGroup
+	// that names no queue must find one however the scheduler starts.
+	if err := queues.EnsureDefaultQueue(ctx, mgr.GetClient()); err != nil {
+		return err
+	}
+
+	c, err := cache.New(ctx, mgr.GetCache(), cache.Options{SchedulerName: opts.SchedulerName})
+	if err != nil {
+		return err
+	}
+	recorder := mgr.GetEventRecorder(opts.SchedulerName)
+	sched := scheduler.New(c,
+		binder.New(mgr.GetClient(), recorder, opts.BindWorkers),
+		status.NewWriter(mgr.GetClient(), recorder, opts.BindWorkers),
+		scheduler.Options{
+			Actions:        acts,
+			Plugins:        plugs,
+			MinCyclePeriod: opts.MinCyclePeriod,
+			MaxIdlePeriod:  opts.MaxIdlePeriod,
+			Log:            ctrl.Log.WithName("scheduler"),
+		})
+	if err := mgr.Add(sched); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,108 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/troupe-ml/troupe/gangscheduler/config"
+	"github.com/troupe-ml/troupe/gangscheduler/scheduler"
+)
+
+// DefaultSchedulerName is the spec.schedulerName of the pods the scheduler
+// places unless --scheduler-name says otherwise; the operator's "troupe"
+// backend sets it.
+const DefaultSchedulerName = "troupe-scheduler"
+
+// Options are the scheduler's settings, one per flag.
+type Options struct {
+	SchedulerName           string
+	ConfigFile              string
+	Kubeconfig              string
+	LeaderElect             bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	MetricsBindAddress      string
+	HealthProbeBindAddress  string
+	QPS                     float64
+	Burst                   int
+	BindWorkers             int
+	MinCyclePeriod          time.Duration
+	MaxIdlePeriod           time.Duration
+
+	// Config is the parsed --config file (the default without one); set
+	// by ParseFlags.
+	Config *config.Config
+}
+
+// NewOptions returns the defaults. The endpoints' ports differ from the
+// operator's so that both can run on one machine.
+func NewOptions() *Options {
+	return &Options{
+		SchedulerName:          DefaultSchedulerName,
+		LeaderElectionID:       "troupe-scheduler.troupe.dev",
+		MetricsBindAddress:     ":8090",
+		HealthProbeBindAddress: ":8091",
+		QPS:                    50,
+		Burst:                  100,
+		BindWorkers:            16,
+		MinCyclePeriod:         scheduler.DefaultMinCyclePeriod,
+		MaxIdlePeriod:          scheduler.DefaultMaxIdlePeriod,
+	}
+}
+
+// BindFlags registers the options on a flag set.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.SchedulerName, "scheduler-name", o.SchedulerName, "Place the pods whose spec.schedulerName is this.")
+	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "Path to the scheduler's configuration (actions and plugins, YAML); see config/samples/scheduler-config.yaml. Default: allocate with the default plugins.")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig (default: $KUBECONFIG, in-cluster, then ~/.kube/config).")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader, so that only one replica of the scheduler binds at a time.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease used for leader election.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader-election Lease (default: the scheduler's own).")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; 0 turns it off.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints; 0 turns them off.")
+	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the API server (binds and status writes).")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the API server.")
+	fs.IntVar(&o.BindWorkers, "bind-workers", o.BindWorkers, "Binds (and status writes) in flight at once.")
+	fs.DurationVar(&o.MinCyclePeriod, "min-cycle-period", o.MinCyclePeriod, "Least time between the starts of two scheduling cycles; changes that arrive meanwhile are handled together.")
+	fs.DurationVar(&o.MaxIdlePeriod, "max-idle-period", o.MaxIdlePeriod, "Most time between two cycles when nothing changes (schedule timeouts still fall due).")
+}
+
+// Validate reports every invalid option, naming the flag and what it
+// allows. It does not read --config; ParseFlags does.
+func (o *Options) Validate() error {
+	var errs []error
+	if msgs := validation.IsDNS1123Subdomain(o.SchedulerName); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--scheduler-name: %q is not a valid scheduler name: %s", o.SchedulerName, strings.Join(msgs, "; ")))
+	}
+	if o.LeaderElect && o.LeaderElectionID == "" {
+		errs = append(errs, errors.New("--leader-election-id: must not be empty when --leader-elect is set"))
+	}
+	if o.LeaderElectionNamespace != "" {
+		if msgs := validation.IsDNS1123Label(o.LeaderElectionNamespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--leader-election-namespace: %q is not a valid namespace name: %s", o.LeaderElectionNamespace, strings.Join(msgs, "; ")))
+		}
+	}
+	if o.QPS <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps: must be greater than 0, got %v", o.QPS))
+	}
+	if o.Burst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst: must be at least 1, got %d", o.Burst))
+	}
+	if o.BindWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--bind-workers: must be at least 1, got %d", o.BindWorkers))
+	}
+	if o.MinCyclePeriod < 0 {
+		errs = append(errs, fmt.Errorf("--min-cycle-period: must not be negative, got %v", o.MinCyclePeriod))
+	}
+	if o.MaxIdlePeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--max-idle-period: must be greater than 0, got %v", o.MaxIdlePeriod))
+	} else if o.MaxIdlePeriod < o.MinCyclePeriod {
+		errs = append(errs, fmt.Errorf("--max-idle-period: must not be less than --min-cycle-period (%v), got %v", o.MinCyclePeriod, o.MaxIdlePeriod))
+	}
+	return errors.Join(errs...)
+}

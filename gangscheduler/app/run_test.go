@@ -1,0 +1,602 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/gangscheduler/app"
+	"github.com/troupe-ml/troupe/internal/testutil"
+)
+
+var _ = Describe("troupe-scheduler", Serial, func() {
+	var (
+		ctx context.Context
+		ns  string
+		// schedulerConfig impersonates a ServiceAccount bound to the
+		// generated ClusterRole.
+		schedulerConfig *rest.Config
+	)
+
+	BeforeEach(func() {
+		ctx = context.Background()
+		ns = suite.NewNamespace(ctx, "sched")
+		var err error
+		schedulerConfig, err = testutil.ImpersonateServiceAccount(ctx, suite.Client, suite.Env.Config,
+			filepath.Join(testutil.RepoRoot(), "config", "rbac", "scheduler", "role.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		// Without a kubelet a bound pod's deletion waits forever; grace 0
+		// removes the spec's pods at once, so none is left for the next
+		// spec's scheduler to place.
+		DeferCleanup(func() {
+			Expect(suite.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))).To(Succeed())
+			Expect(suite.Client.DeleteAllOf(ctx, &schedulingv1alpha1.PodGroup{}, client.InNamespace(ns))).To(Succeed())
+			Eventually(func(g Gomega) {
+				var pods corev1.PodList
+				g.Expect(suite.Client.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+				g.Expect(pods.Items).To(BeEmpty())
+			}).Should(Succeed())
+		})
+	})
+
+	// start runs the scheduler as cmd/scheduler does (app.Run with parsed
+	// flags), as the ServiceAccount, until the spec ends or the returned
+	// stop is called.
+	start := func(args []string, tuning ...func(*ctrl.Options)) (stop func()) {
+		opts, err := app.ParseFlags(append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}, args...), GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- app.Run(runCtx, schedulerConfig, opts, tuning...) }()
+		var once sync.Once
+		stop = func() {
+			once.Do(func() {
+				cancel()
+				Eventually(done).Should(Receive(BeNil()), "the scheduler did not stop cleanly")
+			})
+		}
+		DeferCleanup(stop)
+		return stop
+	}
+	// nodes creates Ready nodes for this spec and deletes them after it.
+	nodes := func(nodes ...*corev1.Node) {
+		for _, n := range nodes {
+			Expect(testutil.CreateReadyNode(ctx, suite.Client, n)).To(Succeed())
+			DeferCleanup(func() {
+				Expect(client.IgnoreNotFound(suite.Client.Delete(ctx, n))).To(Succeed())
+			})
+		}
+	}
+	// nodeName gives the spec's nodes unique names: nodes are
+	// cluster-wide, and a deleted node's name may still be in use by
+	// the time the next spec starts.
+	nodeName := func(name string) string { return ns + "-" + name }
+	create := func(objs ...client.Object) {
+		for _, o := range objs {
+			ExpectWithOffset(1, suite.Client.Create(ctx, o)).To(Succeed())
+		}
+	}
+	getPod := func(g Gomega, name string) *corev1.Pod {
+		pod := &corev1.Pod{}
+		g.ExpectWithOffset(1, suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)).To(Succeed())
+		return pod
+	}
+	getPodGroup := func(g Gomega, name string) *schedulingv1alpha1.PodGroup {
+		pg := &schedulingv1alpha1.PodGroup{}
+		g.ExpectWithOffset(1, suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pg)).To(Succeed())
+		return pg
+	}
+	// placement returns pod name -> node name for the pods of the spec.
+	placement := func(g Gomega) map[string]string {
+		var pods corev1.PodList
+		g.ExpectWithOffset(1, suite.Client.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+		out := map[string]string{}
+		for _, p := range pods.Items {
+			out[p.Name] = p.Spec.NodeName
+		}
+		return out
+	}
+	// events returns the events of the namespace about an object.
+	events := func(g Gomega, kind, name, reason string) []eventsv1.Event {
+		var list eventsv1.EventList
+		g.ExpectWithOffset(1, suite.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		var out []eventsv1.Event
+		for _, e := range list.Items {
+			if e.Regarding.Kind == kind && e.Regarding.Name == name && e.Reason == reason {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	// waitCycles waits until n more cycles have completed: what those
+	// cycles did not do, the scheduler does not do for this state.
+	waitCycles := func(n float64) {
+		from := counter("troupe_scheduler_cycles_total", nil)
+		EventuallyWithOffset(1, func() float64 { return counter("troupe_scheduler_cycles_total", nil) }).Should(BeNumerically(">=", from+n))
+	}
+	gangPods := func(group, role string, n int, mutate func(*testutil.GangPodBuilder)) []client.Object {
+		var out []client.Object
+		for i := range n {
+			b := testutil.MakeGangPod(strings.ToLower(role)+"-"+string(rune('0'+i)), ns).Group(group).Role(role)
+			if mutate != nil {
+				mutate(b)
+			}
+			out = append(out, b.Obj())
+		}
+		return out
+	}
+
+	It("binds a whole gang, reports it on the PodGroup, its pods and the metrics, and follows its pods to Finished", func() {
+		nodes(
+			testutil.MakeNode(nodeName("a")).Capacity("4", "16Gi").Obj(),
+			testutil.MakeNode(nodeName("b")).Capacity("4", "16Gi").Obj(),
+		)
+		create(testutil.MakePodGroup("pg", ns).MinMember(3).Obj())
+		create(gangPods("pg", "Worker", 3, func(b *testutil.GangPodBuilder) {
+			b.Request(corev1.ResourceCPU, "2").Request(corev1.ResourceMemory, "1Gi")
+		})...)
+		bindsBefore := counter("troupe_scheduler_binds_total", map[string]string{"result": "success"})
+		leaseID := "troupe-scheduler-" + ns
+		start([]string{"--leader-elect", "--leader-election-namespace=default", "--leader-election-id=" + leaseID})
+
+		var bound map[string]string
+		Eventually(func(g Gomega) {
+			bound = placement(g)
+			g.Expect(bound).To(HaveLen(3))
+			for pod, node := range bound {
+				g.Expect(node).To(BeElementOf(nodeName("a"), nodeName("b")), pod)
+			}
+		}).Should(Succeed())
+		Expect(countValues(bound)).To(HaveEach(BeNumerically("<=", 2)), "4 CPUs hold two pods of 2 CPUs")
+
+		Eventually(func(g Gomega) {
+			pg := getPodGroup(g, "pg")
+			g.Expect(pg.Status.Phase).To(Equal(schedulingv1alpha1.PodGroupRunning))
+			g.Expect(pg.Status.Admitted).To(Equal(int32(3)))
+			g.Expect(pg.Status.Running).To(BeZero(), "no kubelet: bound pods are still Pending")
+			s := meta.FindStatusCondition(pg.Status.Conditions, schedulingv1alpha1.PodGroupScheduled)
+			g.Expect(s).NotTo(BeNil())
+			g.Expect(s.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(s.Reason).To(Equal(schedulingv1alpha1.PodGroupReasonGangBound))
+			g.Expect(meta.IsStatusConditionFalse(pg.Status.Conditions, schedulingv1alpha1.PodGroupUnschedulable)).To(BeTrue())
+			g.Expect(pg.Status.ScheduleStartTime).NotTo(BeNil())
+			g.Expect(pg.Status.ScheduleEndTime).NotTo(BeNil())
+			g.Expect(pg.Status.ScheduleEndTime.Before(pg.Status.ScheduleStartTime)).To(BeFalse())
+		}).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			for pod, node := range bound {
+				evs := events(g, "Pod", pod, "Scheduled")
+				g.Expect(evs).To(HaveLen(1), pod)
+				g.Expect(evs[0].Note).To(Equal("Successfully assigned " + ns + "/" + pod + " to " + node))
+				g.Expect(evs[0].ReportingController).To(Equal("troupe-scheduler"))
+			}
+			g.Expect(events(g, "PodGroup", "pg", "Scheduled")).To(HaveLen(1))
+		}).Should(Succeed())
+		Expect(counter("troupe_scheduler_binds_total", map[string]string{"result": "success"})).To(BeNumerically(">=", bindsBefore+3))
+
+		lease := &coordinationv1.Lease{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: leaseID}, lease)).To(Succeed())
+		Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+
+		By("the kubelet's part: the pods run, then succeed")
+		for pod := range bound {
+			p := getPod(Default, pod)
+			Expect(testutil.SetPodPhase(ctx, suite.Client, p, corev1.PodRunning)).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			pg := getPodGroup(g, "pg")
+			g.Expect(pg.Status.Running).To(Equal(int32(3)))
+			g.Expect(pg.Status.Phase).To(Equal(schedulingv1alpha1.PodGroupRunning))
+		}).Should(Succeed())
+		for pod := range bound {
+			p := getPod(Default, pod)
+			Expect(testutil.SetPodPhase(ctx, suite.Client, p, corev1.PodSucceeded)).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			pg := getPodGroup(g, "pg")
+			g.Expect(pg.Status.Phase).To(Equal(schedulingv1alpha1.PodGroupFinished))
+			g.Expect(pg.Status.Succeeded).To(Equal(int32(3)))
+			g.Expect(pg.Status.Running).To(BeZero())
+		}).Should(Succeed())
+	})
+
+	It("binds none of a gang that does not fit, says which role lacks what, and binds it once a node is added", func() {
+		nodes(
+			testutil.MakeNode(nodeName("cpu")).Capacity("16", "64Gi").Obj(),
+			testutil.MakeNode(nodeName("gpu-a")).Capacity("16", "64Gi").GPU(4).Obj(),
+		)
+		create(testutil.MakePodGroup("pg", ns).MinMember(3).Obj())
+		create(gangPods("pg", "Worker", 3, func(b *testutil.GangPodBuilder) { b.GPU(2) })...)
+		start(nil)
+
+		var message string
+		Eventually(func(g Gomega) {
+			pg := getPodGroup(g, "pg")
+			c := meta.FindStatusCondition(pg.Status.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(schedulingv1alpha1.PodGroupReasonNotEnoughResources))
+			message = c.Message
+			g.Expect(pg.Status.Phase).To(Equal(schedulingv1alpha1.PodGroupPending))
+			g.Expect(pg.Status.Admitted).To(BeZero())
+			g.Expect(pg.Status.ScheduleStartTime).NotTo(BeNil())
+			g.Expect(pg.Status.ScheduleEndTime).To(BeNil())
+		}).Should(Succeed())
+		Expect(message).To(Equal("Worker: 2 of 3 pending pods fit; then 0/2 nodes are available: 2 Insufficient nvidia.com/gpu."))
+
+		waitCycles(3)
+		Expect(placement(Default)).To(HaveEach(BeEmpty()), "a gang that cannot be placed whole binds none of its pods")
+		Eventually(func(g Gomega) {
+			for i := range 3 {
+				evs := events(g, "Pod", "worker-"+string(rune('0'+i)), "FailedScheduling")
+				g.Expect(evs).NotTo(BeEmpty())
+				g.Expect(evs[0].Type).To(Equal(corev1.EventTypeWarning))
+				g.Expect(evs[0].Note).To(ContainSubstring("Worker: 2 of 3 pending pods fit"))
+				g.Expect(evs[0].Note).To(ContainSubstring("Insufficient nvidia.com/gpu"))
+			}
+			g.Expect(events(g, "PodGroup", "pg", "Unschedulable")).NotTo(BeEmpty())
+		}).Should(Succeed())
+
+		By("a second GPU node makes room for the whole gang")
+		nodes(testutil.MakeNode(nodeName("gpu-b")).Capacity("16", "64Gi").GPU(4).Obj())
+		Eventually(func(g Gomega) {
+			g.Expect(placement(g)).To(HaveEach(BeElementOf(nodeName("gpu-a"), nodeName("gpu-b"))))
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			pg := getPodGroup(g, "pg")
+			g.Expect(pg.Status.Phase).To(Equal(schedulingv1alpha1.PodGroupRunning))
+			g.Expect(meta.IsStatusConditionFalse(pg.Status.Conditions, schedulingv1alpha1.PodGroupUnschedulable)).To(BeTrue())
+		}).Should(Succeed())
+	})
+
+	It("marks a gang not placed within scheduleTimeoutSeconds, and keeps trying", func() {
+		nodes(testutil.MakeNode(nodeName("a")).Capacity("2", "8Gi").Obj())
+		create(testutil.MakePodGroup("pg", ns).MinMember(2).ScheduleTimeout(1).Obj())
+		create(gangPods("pg", "Worker", 2, func(b *testutil.GangPodBuilder) { b.Request(corev1.ResourceCPU, "2") })...)
+		start(nil)
+
+		Eventually(func(g Gomega) {
+			pg := getPodGroup(g, "pg")
+			c := meta.FindStatusCondition(pg.Status.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(schedulingv1alpha1.PodGroupReasonScheduleTimeout))
+			g.Expect(c.Message).To(HavePrefix("not scheduled within scheduleTimeoutSeconds (1s); still trying. NotEnoughResources: Worker: 1 of 2 pending pods fit"))
+			g.Expect(events(g, "PodGroup", "pg", schedulingv1alpha1.PodGroupReasonScheduleTimeout)).To(HaveLen(1))
+		}).Should(Succeed())
+
+		By("room appears: the gang is still tried, and bound")
+		nodes(testutil.MakeNode(nodeName("b")).Capacity("2", "8Gi").Obj())
+		Eventually(func(g Gomega) {
+			g.Expect(placement(g)).To(HaveEach(Not(BeEmpty())))
+			g.Expect(getPodGroup(g, "pg").Status.Phase).To(Equal(schedulingv1alpha1.PodGroupRunning))
+		}).Should(Succeed())
+	})
+
+	It("places a CPU-only master and GPU workers on a mixed cluster, and reports the queue", func() {
+		nodes(
+			testutil.MakeNode(nodeName("cpu")).Capacity("8", "32Gi").Label("pool", "cpu").Obj(),
+			testutil.MakeNode(nodeName("gpu-a")).Capacity("32", "128Gi").GPU(8).Label("pool", "gpu").Obj(),
+			testutil.MakeNode(nodeName("gpu-b")).Capacity("32", "128Gi").GPU(8).Label("pool", "gpu").Obj(),
+		)
+		queue := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		create(queue)
+		DeferCleanup(func() { Expect(suite.Client.Delete(ctx, queue)).To(Succeed()) })
+		create(testutil.MakePodGroup("pg", ns).MinMember(5).MinTaskMember("Master", 1).MinTaskMember("Worker", 4).Queue(ns).Obj())
+		create(gangPods("pg", "Master", 1, func(b *testutil.GangPodBuilder) {
+			b.Request(corev1.ResourceCPU, "1").NodeSelector("pool", "cpu")
+		})...)
+		create(gangPods("pg", "Worker", 4, func(b *testutil.GangPodBuilder) {
+			b.Request(corev1.ResourceCPU, "4").GPU(2)
+		})...)
+		start(nil)
+
+		Eventually(func(g Gomega) {
+			got := placement(g)
+			g.Expect(got).To(HaveKeyWithValue("master-0", nodeName("cpu")))
+			for i := range 4 {
+				g.Expect(got).To(HaveKeyWithValue("worker-"+string(rune('0'+i)), BeElementOf(nodeName("gpu-a"), nodeName("gpu-b"))))
+			}
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(getPodGroup(g, "pg").Status.Phase).To(Equal(schedulingv1alpha1.PodGroupRunning))
+			q := &schedulingv1alpha1.Queue{}
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Name: ns}, q)).To(Succeed())
+			g.Expect(q.Status.State).To(Equal(schedulingv1alpha1.QueueStateOpen))
+			g.Expect(q.Status.Running).To(Equal(int32(1)))
+			g.Expect(q.Status.Pending + q.Status.Inqueue).To(BeZero())
+			g.Expect(q.Status.Allocated).To(HaveKeyWithValue(testutil.GPU, resourceEqual("8")))
+			g.Expect(q.Status.Allocated).To(HaveKeyWithValue(corev1.ResourceCPU, resourceEqual("17")))
+		}).Should(Succeed())
+	})
+
+	It("orders gangs by the value of their PriorityClass", func() {
+		high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 1000}
+		create(high)
+		DeferCleanup(func() { Expect(suite.Client.Delete(ctx, high)).To(Succeed()) })
+		nodes(testutil.MakeNode(nodeName("a")).Capacity("4", "16Gi").Obj())
+		// Both gangs exist before the scheduler starts, so that its first
+		// cycle weighs them against each other; the older one loses.
+		create(testutil.MakePodGroup("low", ns).MinMember(2).Obj())
+		create(testutil.MakeGangPod("low-0", ns).Group("low").Request(corev1.ResourceCPU, "2").Obj(),
+			testutil.MakeGangPod("low-1", ns).Group("low").Request(corev1.ResourceCPU, "2").Obj())
+		create(testutil.MakePodGroup("high", ns).MinMember(2).PriorityClass(high.Name).Obj())
+		create(testutil.MakeGangPod("high-0", ns).Group("high").Request(corev1.ResourceCPU, "2").Obj(),
+			testutil.MakeGangPod("high-1", ns).Group("high").Request(corev1.ResourceCPU, "2").Obj())
+		start(nil)
+
+		Eventually(func(g Gomega) {
+			got := placement(g)
+			g.Expect(got).To(HaveKeyWithValue("high-0", nodeName("a")))
+			g.Expect(got).To(HaveKeyWithValue("high-1", nodeName("a")))
+			g.Expect(meta.IsStatusConditionTrue(getPodGroup(g, "low").Status.Conditions, schedulingv1alpha1.PodGroupUnschedulable)).To(BeTrue())
+		}).Should(Succeed())
+		Expect(placement(Default)).To(And(HaveKeyWithValue("low-0", ""), HaveKeyWithValue("low-1", "")))
+	})
+
+	It("leaves other schedulers' pods alone but counts them, terminating ones too, against their nodes", func() {
+		node := nodeName("a")
+		nodes(testutil.MakeNode(node).Capacity("4", "16Gi").Obj())
+		create(
+			// Placed by someone else: 3 of the node's 4 CPUs.
+			testutil.MakeGangPod("theirs", ns).SchedulerName("other-scheduler").NodeName(node).Request(corev1.ResourceCPU, "3").Obj(),
+			// Another scheduler's pod in our gang: its scheduler places it.
+			testutil.MakeGangPod("theirs-pending", ns).SchedulerName("other-scheduler").Group("pg").Obj(),
+		)
+		create(testutil.MakePodGroup("pg", ns).MinMember(2).Obj())
+		create(gangPods("pg", "Worker", 2, func(b *testutil.GangPodBuilder) { b.Request(corev1.ResourceCPU, "1") })...)
+		start(nil)
+
+		Eventually(func(g Gomega) {
+			c := meta.FindStatusCondition(getPodGroup(g, "pg").Status.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(ContainSubstring("Insufficient cpu"))
+		}).Should(Succeed())
+		Expect(placement(Default)).To(And(HaveKeyWithValue("worker-0", ""), HaveKeyWithValue("worker-1", "")))
+
+		By("a terminating pod still holds its node")
+		theirs := getPod(Default, "theirs")
+		Expect(suite.Client.Delete(ctx, theirs)).To(Succeed())
+		Eventually(func(g Gomega) { g.Expect(getPod(g, "theirs").DeletionTimestamp).NotTo(BeNil()) }).Should(Succeed())
+		// A later gang that needs nothing but a pod slot proves that a
+		// cycle has seen the deletion (one watch delivers pod events in
+		// order); the earlier gang would have been placed in that cycle
+		// or before had the terminating pod's CPUs been counted free.
+		create(testutil.MakePodGroup("marker", ns).Obj(), testutil.MakeGangPod("marker", ns).Group("marker").Obj())
+		Eventually(func(g Gomega) { g.Expect(getPod(g, "marker").Spec.NodeName).To(Equal(node)) }).Should(Succeed())
+		Expect(placement(Default)).To(And(HaveKeyWithValue("worker-0", ""), HaveKeyWithValue("worker-1", "")))
+
+		By("once it is gone, the gang fits")
+		Expect(suite.Client.Delete(ctx, theirs, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := placement(g)
+			g.Expect(got).To(HaveKeyWithValue("worker-0", node))
+			g.Expect(got).To(HaveKeyWithValue("worker-1", node))
+		}).Should(Succeed())
+		waitCycles(2)
+		p := getPod(Default, "theirs-pending")
+		Expect(p.Spec.NodeName).To(BeEmpty(), "another scheduler's pod is never bound by this one")
+		Expect(events(Default, "Pod", "theirs-pending", "Scheduled")).To(BeEmpty())
+		Expect(events(Default, "Pod", "theirs-pending", "FailedScheduling")).To(BeEmpty())
+	})
+
+	It("completes a gang after dying mid-commit, binding every pod exactly once", func() {
+		nodes(
+			testutil.MakeNode(nodeName("a")).Capacity("8", "32Gi").Obj(),
+			testutil.MakeNode(nodeName("b")).Capacity("8", "32Gi").Obj(),
+		)
+		create(testutil.MakePodGroup("pg", ns).MinMember(6).Obj())
+		create(gangPods("pg", "Worker", 6, func(b *testutil.GangPodBuilder) { b.Request(corev1.ResourceCPU, "1") })...)
+
+		// requests counts, per pod, the bind requests that reached the API
+		// server, from either scheduler.
+		var mu sync.Mutex
+		requests := map[string]int{}
+		reached := func(pod string) {
+			mu.Lock()
+			defer mu.Unlock()
+			requests[pod]++
+		}
+		errKilled := errors.New("scheduler killed")
+		var binds atomic.Int32
+		dead := make(chan struct{})
+		var dying sync.Once
+		isDead := func() bool {
+			select {
+			case <-dead:
+				return true
+			default:
+				return false
+			}
+		}
+		// The first scheduler's client: its 2nd bind is its last write.
+		// Every write after it fails, as if the process were gone.
+		dyingClient := testutil.WithClientWrapper(func(c client.WithWatch) client.Client {
+			return interceptor.NewClient(c, interceptor.Funcs{
+				SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceCreateOption) error {
+					if sub != "binding" {
+						if isDead() {
+							return errKilled
+						}
+						return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
+					}
+					if binds.Add(1) > 2 {
+						return errKilled
+					}
+					reached(obj.GetName())
+					err := c.SubResource(sub).Create(ctx, obj, subObj, opts...)
+					if binds.Load() >= 2 {
+						dying.Do(func() { close(dead) })
+					}
+					return err
+				},
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					if isDead() {
+						return errKilled
+					}
+					return c.Create(ctx, obj, opts...)
+				},
+				Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					if isDead() {
+						return errKilled
+					}
+					return c.Update(ctx, obj, opts...)
+				},
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					if isDead() {
+						return errKilled
+					}
+					return c.Patch(ctx, obj, patch, opts...)
+				},
+				Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+					if isDead() {
+						return errKilled
+					}
+					return c.Delete(ctx, obj, opts...)
+				},
+				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					if isDead() {
+						return errKilled
+					}
+					return c.SubResource(sub).Update(ctx, obj, opts...)
+				},
+				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+					if isDead() {
+						return errKilled
+					}
+					return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+				},
+			})
+		})
+		stopFirst := start(nil, dyingClient)
+		Eventually(dead).Should(BeClosed())
+		stopFirst()
+
+		var first map[string]string
+		Eventually(func(g Gomega) {
+			first = map[string]string{}
+			for pod, node := range placement(g) {
+				if node != "" {
+					first[pod] = node
+				}
+			}
+			g.Expect(first).To(HaveLen(2))
+		}).Should(Succeed())
+		Expect(getPodGroup(Default, "pg").Status.Phase).NotTo(Equal(schedulingv1alpha1.PodGroupRunning),
+			"the first scheduler died before it could write the gang's status")
+
+		countingClient := testutil.WithClientWrapper(func(c client.WithWatch) client.Client {
+			return interceptor.NewClient(c, interceptor.Funcs{
+				SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceCreateOption) error {
+					if sub == "binding" {
+						reached(obj.GetName())
+					}
+					return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
+				},
+			})
+		})
+		start(nil, countingClient)
+		Eventually(func(g Gomega) {
+			g.Expect(placement(g)).To(HaveEach(Not(BeEmpty())))
+			g.Expect(getPodGroup(g, "pg").Status.Phase).To(Equal(schedulingv1alpha1.PodGroupRunning))
+		}).Should(Succeed())
+		got := placement(Default)
+		for pod, node := range first {
+			Expect(got).To(HaveKeyWithValue(pod, node), "a pod bound before the crash keeps its node")
+		}
+		waitCycles(2)
+		mu.Lock()
+		defer mu.Unlock()
+		Expect(requests).To(HaveLen(6))
+		Expect(requests).To(HaveEach(1), "every pod's bind reached the API server exactly once")
+	})
+
+	It("refuses to start without the PodGroup CRD, naming the file to install", func() {
+		bare := &envtest.Environment{}
+		cfg, err := bare.Start()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(bare.Stop)
+		Expect(cfg).NotTo(BeNil())
+		admin, err := bare.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		kubeconfig, err := admin.KubeConfig()
+		Expect(err).NotTo(HaveOccurred())
+		path := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+		Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
+
+		var stderr bytes.Buffer
+		code := app.Main(ctx, []string{"--kubeconfig=" + path, "--metrics-bind-address=0", "--health-probe-bind-address=0"}, &stderr)
+		Expect(code).To(Equal(1))
+		Expect(stderr.String()).To(ContainSubstring("the PodGroup CRD (scheduling.troupe.dev/v1alpha1) is not installed: install config/crd/bases/scheduling.troupe.dev_podgroups.yaml"))
+		queues := &schedulingv1alpha1.QueueList{}
+		bareClient, err := client.New(cfg, client.Options{Scheme: suite.Client.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(meta.IsNoMatchError(bareClient.List(ctx, queues))).To(BeTrue(), "the bare API server really lacks the CRDs")
+	})
+})
+
+// counter reads a counter of controller-runtime's registry, where the
+// scheduler registers its metrics; labels must match exactly those given.
+func counter(name string, labels map[string]string) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if labelsMatch(m, labels) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func labelsMatch(m *dto.Metric, want map[string]string) bool {
+	for k, v := range want {
+		if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == k && l.GetValue() == v }) {
+			return false
+		}
+	}
+	return true
+}
+
+// countValues counts how often each value occurs.
+func countValues(m map[string]string) map[string]int {
+	out := map[string]int{}
+	for _, v := range m {
+		out[v]++
+	}
+	return out
+}
+
+// resourceEqual matches a quantity equal to s, however it is spelt.
+func resourceEqual(s string) OmegaMatcher {
+	want := resource.MustParse(s)
+	return WithTransform(func(q resource.Quantity) int { return q.Cmp(want) }, BeZero())
+}

@@ -1,0 +1,81 @@
+// Package binder commits a cycle's decisions: it binds each pod to its node
+// through the pods/binding subresource, as kube-scheduler does, many at
+// once.
+package binder
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/troupe-ml/troupe/gangscheduler/framework"
+	"github.com/troupe-ml/troupe/gangscheduler/internal/parallel"
+	"github.com/troupe-ml/troupe/gangscheduler/metrics"
+)
+
+// Event reasons and actions on pods, kube-scheduler's words so that
+// `kubectl describe pod` reads the same under either scheduler.
+const (
+	ReasonScheduled        = "Scheduled"
+	ReasonFailedScheduling = "FailedScheduling"
+	ActionBinding          = "Binding"
+)
+
+// Binder binds pods to nodes.
+type Binder struct {
+	client   client.Client
+	recorder events.EventRecorder
+	workers  int
+}
+
+// New returns a binder that writes through c, records an event on every
+// pod it binds or fails to bind, and runs at most workers binds at once.
+func New(c client.Client, recorder events.EventRecorder, workers int) *Binder {
+	return &Binder{client: c, recorder: recorder, workers: max(workers, 1)}
+}
+
+// Bind binds every decision and returns one error (nil on success) per
+// decision, in the same order.
+//
+// Binds run in parallel because each is one round trip and a gang may have
+// thousands of pods; the bound on workers keeps a burst within what the
+// client's rate limiter lets through anyway, without a goroutine per pod.
+// A failed bind does not undo the gang's other binds (kube-batch does the
+// same): those pods keep their nodes and count toward the gang, so the next
+// cycle places only what is missing, and the gang completes.
+func (b *Binder) Bind(ctx context.Context, decisions []framework.Decision) []error {
+	errs := make([]error, len(decisions))
+	parallel.ForEach(len(decisions), b.workers, func(i int) { errs[i] = b.bind(ctx, decisions[i]) })
+	return errs
+}
+
+func (b *Binder) bind(ctx context.Context, d framework.Decision) error {
+	pod := d.Task.Pod
+	binding := &corev1.Binding{
+		// The UID makes the API server refuse the bind if the pod was
+		// deleted and recreated under the same name since the snapshot.
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: d.Node},
+	}
+	// A bare pod names the subresource's parent: the informer's object is
+	// shared and must not be handed to code that may write into it.
+	parent := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+	start := time.Now()
+	err := b.client.SubResource("binding").Create(ctx, parent, binding)
+	metrics.BindDuration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		metrics.Binds.WithLabelValues(metrics.BindError).Inc()
+		b.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonFailedScheduling, ActionBinding,
+			"Binding rejected: %v", err)
+		return fmt.Errorf("bind %s/%s to %s: %w", pod.Namespace, pod.Name, d.Node, err)
+	}
+	metrics.Binds.WithLabelValues(metrics.BindSuccess).Inc()
+	b.recorder.Eventf(pod, nil, corev1.EventTypeNormal, ReasonScheduled, ActionBinding,
+		"Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, d.Node)
+	return nil
+}

@@ -1,0 +1,91 @@
+package cache
+
+import (
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// assumedPods remembers pods this scheduler has bound (or is binding) that
+// the informer may not show bound yet.
+//
+// Without it, a cycle that runs before the watch delivers the bound pod
+// would see it pending again: it would place it a second time (the API
+// server refuses the second bind, but the cycle has already given the
+// pod's room to it instead of to another gang) and count the node as
+// emptier than it is. So an assumed pod reads as bound to its node until
+// the informer shows spec.nodeName (whatever node it shows wins: the API
+// server's word is final), the pod is gone, or ttl passes — the last only
+// so that a lost watch event cannot pin a pod forever; a pod that expires
+// bound is then refused by the API server, not bound twice.
+type assumedPods struct {
+	mu   sync.Mutex
+	ttl  time.Duration
+	pods map[types.UID]assumption
+}
+
+type assumption struct {
+	node  string
+	since time.Time
+}
+
+func newAssumedPods(ttl time.Duration) *assumedPods {
+	return &assumedPods{ttl: ttl, pods: map[types.UID]assumption{}}
+}
+
+func (a *assumedPods) assume(uid types.UID, node string, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pods[uid] = assumption{node: node, since: now}
+}
+
+func (a *assumedPods) forget(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.pods, uid)
+}
+
+func (a *assumedPods) len() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.pods)
+}
+
+// apply returns pods with every live assumption applied: a pending pod that
+// is assumed comes back as a copy bound to the assumed node (the informer's
+// object is never changed). Assumptions that are settled (the pod shows a
+// node, is gone, or expired) are dropped.
+func (a *assumedPods) apply(pods []*corev1.Pod, now time.Time) []*corev1.Pod {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.pods) == 0 {
+		return pods
+	}
+	seen := make(map[types.UID]bool, len(a.pods))
+	out := make([]*corev1.Pod, len(pods))
+	for i, pod := range pods {
+		out[i] = pod
+		as, ok := a.pods[pod.UID]
+		if !ok {
+			continue
+		}
+		seen[pod.UID] = true
+		if pod.Spec.NodeName != "" || now.Sub(as.since) > a.ttl {
+			delete(a.pods, pod.UID)
+			continue
+		}
+		// A shallow copy is enough: only a value field changes, and
+		// nothing downstream writes through the shared maps and slices.
+		bound := *pod
+		bound.Spec.NodeName = as.node
+		out[i] = &bound
+	}
+	for uid := range a.pods {
+		if !seen[uid] {
+			delete(a.pods, uid)
+		}
+	}
+	return out
+}

@@ -1,0 +1,87 @@
+package cache
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
+)
+
+func TestAssumedPods(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	pending := func(name string) *corev1.Pod { return st.MakePod("ns", name).Obj() }
+	cases := []struct {
+		name string
+		// pods as the informer shows them at apply time
+		pods []*corev1.Pod
+		at   time.Duration
+		// wantNode is the node each pod reads as bound to, by name
+		wantNode map[string]string
+		// wantLeft is how many assumptions remain
+		wantLeft int
+	}{
+		{
+			name:     "pending in the informer: shown on the assumed node",
+			pods:     []*corev1.Pod{pending("a"), pending("other")},
+			wantNode: map[string]string{"a": "n1", "other": ""},
+			wantLeft: 1,
+		},
+		{
+			name:     "the informer shows it bound: its node wins, the assumption goes",
+			pods:     []*corev1.Pod{st.MakePod("ns", "a").Node("n2").Obj()},
+			wantNode: map[string]string{"a": "n2"},
+			wantLeft: 0,
+		},
+		{
+			name:     "the pod is gone: the assumption goes",
+			pods:     []*corev1.Pod{pending("other")},
+			wantNode: map[string]string{"other": ""},
+			wantLeft: 0,
+		},
+		{
+			name:     "expired: pending again",
+			pods:     []*corev1.Pod{pending("a")},
+			at:       time.Minute + time.Second,
+			wantNode: map[string]string{"a": ""},
+			wantLeft: 0,
+		},
+		{
+			name:     "not expired yet",
+			pods:     []*corev1.Pod{pending("a")},
+			at:       time.Minute,
+			wantNode: map[string]string{"a": "n1"},
+			wantLeft: 1,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAssumedPods(time.Minute)
+			a.assume(types.UID("ns/a"), "n1", t0)
+			out := a.apply(tc.pods, t0.Add(tc.at))
+			for i, pod := range out {
+				if got, want := pod.Spec.NodeName, tc.wantNode[pod.Name]; got != want {
+					t.Errorf("%s on %q, want %q", pod.Name, got, want)
+				}
+				if tc.pods[i].Name == "a" && tc.wantNode["a"] == "n1" && tc.pods[i].Spec.NodeName != "" {
+					t.Error("apply changed the informer's pod instead of a copy")
+				}
+			}
+			if got := a.len(); got != tc.wantLeft {
+				t.Errorf("%d assumptions left, want %d", got, tc.wantLeft)
+			}
+		})
+	}
+}
+
+func TestForget(t *testing.T) {
+	a := newAssumedPods(time.Minute)
+	now := time.Now()
+	a.assume("ns/a", "n1", now)
+	a.forget("ns/a")
+	if out := a.apply([]*corev1.Pod{st.MakePod("ns", "a").Obj()}, now); out[0].Spec.NodeName != "" {
+		t.Errorf("a forgotten pod still reads as bound to %q", out[0].Spec.NodeName)
+	}
+}

@@ -1,0 +1,147 @@
+// Package cache is the scheduler's view of the cluster, fed by informers:
+// every node, every pod (all schedulers' pods, terminating ones included,
+// since all of them take room on their nodes), PriorityClasses, and Troupe's
+// PodGroups and Queues. Snapshot turns it into one cycle's api.Snapshot;
+// Assume and Forget keep pods this scheduler bound from being placed again
+// before the informer shows them bound.
+package cache
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+)
+
+// Cache is the informer-fed cluster state of one scheduler.
+type Cache struct {
+	informers     ctrlcache.Cache
+	schedulerName string
+	assumed       *assumedPods
+	now           func() time.Time
+	changed       chan struct{}
+}
+
+// Options configure a Cache.
+type Options struct {
+	// SchedulerName is the spec.schedulerName of the pods this scheduler
+	// places.
+	SchedulerName string
+	// AssumedTTL bounds how long a bound pod the informer does not show
+	// bound yet is trusted; 0 means two minutes.
+	AssumedTTL time.Duration
+}
+
+// watched are the kinds the scheduler reads; each has an informer.
+func watched() []client.Object {
+	return []client.Object{
+		&corev1.Node{}, &corev1.Pod{}, &schedulingv1.PriorityClass{},
+		&schedulingv1alpha1.PodGroup{}, &schedulingv1alpha1.Queue{},
+	}
+}
+
+// New returns a cache over informers (a controller-runtime cache, usually
+// the manager's; its scheme must know the scheduling.troupe.dev types).
+// The informers are created here, so that they start with the manager's
+// cache.
+func New(ctx context.Context, informers ctrlcache.Cache, opts Options) (*Cache, error) {
+	ttl := opts.AssumedTTL
+	if ttl == 0 {
+		ttl = assumedTTL
+	}
+	c := &Cache{
+		informers:     informers,
+		schedulerName: opts.SchedulerName,
+		assumed:       newAssumedPods(ttl),
+		now:           time.Now,
+		changed:       make(chan struct{}, 1),
+	}
+	handler := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.notify() },
+		UpdateFunc: func(any, any) { c.notify() },
+		DeleteFunc: func(any) { c.notify() },
+	}
+	for _, obj := range watched() {
+		inf, err := informers.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, fmt.Errorf("informer for %T: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return nil, fmt.Errorf("event handler for %T: %w", obj, err)
+		}
+	}
+	return c, nil
+}
+
+// Changed receives after any watched object was added, updated or deleted
+// since the last receive. Any number of changes make one receive: a cycle
+// reads the whole state anyway.
+func (c *Cache) Changed() <-chan struct{} { return c.changed }
+
+// notify runs on the informers' goroutines and must not block them.
+func (c *Cache) notify() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// WaitForSync blocks until every informer has listed its objects, so that
+// the first snapshot is complete; false if ctx ended first.
+func (c *Cache) WaitForSync(ctx context.Context) bool {
+	return c.informers.WaitForCacheSync(ctx)
+}
+
+// Snapshot builds one cycle's state from what the informers hold now, with
+// assumed pods shown bound. The objects are the informers' own (no deep
+// copy: a cycle reads every pod in the cluster), so the state's PodGroups,
+// Queues and the tasks' pods must not be modified.
+func (c *Cache) Snapshot(ctx context.Context) (*State, error) {
+	var (
+		nodes corev1.NodeList
+		pods  corev1.PodList
+		pcs   schedulingv1.PriorityClassList
+		pgs   schedulingv1alpha1.PodGroupList
+		qs    schedulingv1alpha1.QueueList
+	)
+	for _, list := range []client.ObjectList{&nodes, &pods, &pcs, &pgs, &qs} {
+		if err := c.informers.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("list %T: %w", list, err)
+		}
+	}
+	objs := Objects{
+		Nodes:           ptrs(nodes.Items),
+		Pods:            c.assumed.apply(ptrs(pods.Items), c.now()),
+		PriorityClasses: ptrs(pcs.Items),
+		PodGroups:       ptrs(pgs.Items),
+		Queues:          ptrs(qs.Items),
+	}
+	return Build(objs, c.schedulerName)
+}
+
+// Assume records that pod is being bound to node: until the informer
+// shows it bound, snapshots show it there.
+func (c *Cache) Assume(pod types.UID, node string) { c.assumed.assume(pod, node, c.now()) }
+
+// Forget drops an assumption, after a failed bind: the next snapshot shows
+// the pod pending again, and the next cycle places it anew.
+func (c *Cache) Forget(pod types.UID) { c.assumed.forget(pod) }
+
+// Assumed is the number of pods assumed bound and not yet seen so.
+func (c *Cache) Assumed() int { return c.assumed.len() }
+
+func ptrs[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}

@@ -1,0 +1,175 @@
+package cache_test
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+	"github.com/troupe-ml/troupe/gangscheduler/cache"
+	"github.com/troupe-ml/troupe/internal/testutil"
+)
+
+// The cache against a real API server: what the informers deliver, and
+// how assumptions stand in for binds the informers have not shown yet.
+var _ = Describe("Cache", func() {
+	var (
+		ctx context.Context
+		c   *cache.Cache
+		ns  string
+	)
+
+	BeforeEach(func() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(context.Background())
+		DeferCleanup(cancel)
+		scheme := runtime.NewScheme()
+		Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+		Expect(schedulingv1alpha1.AddToScheme(scheme)).To(Succeed())
+		informers, err := ctrlcache.New(suite.Env.Config, ctrlcache.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		c, err = cache.New(ctx, informers, cache.Options{SchedulerName: "troupe-scheduler"})
+		Expect(err).NotTo(HaveOccurred())
+		go func() {
+			defer GinkgoRecover()
+			Expect(informers.Start(ctx)).To(Succeed())
+		}()
+		Expect(c.WaitForSync(ctx)).To(BeTrue())
+		ns = suite.NewNamespace(ctx, "cache")
+	})
+
+	snapshot := func(g Gomega) *cache.State {
+		st, err := c.Snapshot(ctx)
+		g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		return st
+	}
+	node := func(name string) string {
+		n := testutil.MakeNode(ns+"-"+name).Capacity("8", "32Gi").Obj()
+		Expect(testutil.CreateReadyNode(ctx, suite.Client, n)).To(Succeed())
+		DeferCleanup(func() { Expect(suite.Client.Delete(ctx, n)).To(Succeed()) })
+		return n.Name
+	}
+	create := func(objs ...client.Object) {
+		for _, o := range objs {
+			ExpectWithOffset(1, suite.Client.Create(ctx, o)).To(Succeed())
+		}
+	}
+
+	It("holds every pod: this scheduler's gang pods as tasks, everyone's bound and terminating pods on their nodes", func() {
+		n := node("a")
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 700}
+		create(pc)
+		DeferCleanup(func() { Expect(suite.Client.Delete(ctx, pc)).To(Succeed()) })
+		create(
+			testutil.MakePodGroup("pg", ns).MinMember(2).MinTaskMember("Worker", 2).PriorityClass(pc.Name).Obj(),
+			testutil.MakeGangPod("ours", ns).Group("pg").Role("Worker").Request(corev1.ResourceCPU, "1").Obj(),
+			testutil.MakeGangPod("theirs-in-group", ns).Group("pg").SchedulerName("volcano").Obj(),
+			testutil.MakeGangPod("theirs-bound", ns).SchedulerName("other").NodeName(n).Request(corev1.ResourceCPU, "2").Obj(),
+			testutil.MakeGangPod("theirs-leaving", ns).SchedulerName("other").NodeName(n).Request(corev1.ResourceCPU, "3").Obj(),
+		)
+		q := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: schedulingv1alpha1.QueueSpec{Weight: 3}}
+		create(q)
+		DeferCleanup(func() { Expect(suite.Client.Delete(ctx, q)).To(Succeed()) })
+		leaving := &corev1.Pod{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "theirs-leaving"}, leaving)).To(Succeed())
+		// Bound and no kubelet: the deletion waits, the pod terminates.
+		Expect(suite.Client.Delete(ctx, leaving)).To(Succeed())
+		DeferCleanup(func() {
+			Expect(suite.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))).To(Succeed())
+		})
+
+		Eventually(func(g Gomega) {
+			st := snapshot(g)
+			job := st.Snapshot.Jobs[api.NewJobID(ns, "pg")]
+			g.Expect(job).NotTo(BeNil())
+			g.Expect(job.Priority).To(Equal(int32(700)))
+			g.Expect(job.MinTaskMember).To(Equal(map[string]int32{"Worker": 2}))
+			g.Expect(job.Queue).To(Equal(api.DefaultQueue), "the API server defaults spec.queue")
+			g.Expect(job.Tasks).To(HaveLen(1), "another scheduler's pod is never a task")
+			for _, t := range job.Tasks {
+				g.Expect(t.Name).To(Equal("ours"))
+				g.Expect(t.Status).To(Equal(api.Pending))
+			}
+			ni := st.Snapshot.Nodes[n]
+			g.Expect(ni).NotTo(BeNil())
+			g.Expect(ni.Used.MilliCPU).To(Equal(int64(5000)), "2 CPUs bound plus 3 CPUs terminating")
+			g.Expect(ni.Tasks).To(HaveLen(2))
+			g.Expect(st.Queues).To(HaveKey(api.QueueID(ns)))
+			g.Expect(st.Snapshot.Queues[api.QueueID(ns)].Weight).To(Equal(int32(3)))
+		}).Should(Succeed())
+	})
+
+	It("shows an assumed pod on its node until the informer shows it bound, and pending again once forgotten", func() {
+		a, b := node("a"), node("b")
+		create(
+			testutil.MakePodGroup("pg", ns).Obj(),
+			testutil.MakeGangPod("p", ns).Group("pg").Request(corev1.ResourceCPU, "1").Obj(),
+		)
+		DeferCleanup(func() {
+			Expect(suite.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))).To(Succeed())
+		})
+		task := func(g Gomega) (*api.TaskInfo, *cache.State) {
+			st := snapshot(g)
+			job := st.Snapshot.Jobs[api.NewJobID(ns, "pg")]
+			g.ExpectWithOffset(1, job).NotTo(BeNil())
+			g.ExpectWithOffset(1, job.Tasks).To(HaveLen(1))
+			for _, t := range job.Tasks {
+				return t, st
+			}
+			return nil, nil
+		}
+		var uid types.UID
+		Eventually(func(g Gomega) {
+			t, _ := task(g)
+			g.Expect(t.Status).To(Equal(api.Pending))
+			uid = types.UID(t.UID)
+		}).Should(Succeed())
+
+		c.Assume(uid, a)
+		t, st := task(Default)
+		Expect(t.Status).To(Equal(api.Bound))
+		Expect(t.NodeName).To(Equal(a))
+		Expect(st.Snapshot.Nodes[a].Used.MilliCPU).To(Equal(int64(1000)), "an assumed pod takes its room")
+		Expect(c.Assumed()).To(Equal(1))
+
+		c.Forget(uid)
+		t, st = task(Default)
+		Expect(t.Status).To(Equal(api.Pending))
+		Expect(st.Snapshot.Nodes[a].Used.MilliCPU).To(BeZero())
+
+		By("the API server binds it elsewhere: its word wins, and the assumption is dropped")
+		c.Assume(uid, a)
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}}
+		Expect(suite.Client.SubResource("binding").Create(ctx, pod, &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: b},
+		})).To(Succeed())
+		Eventually(func(g Gomega) {
+			t, st := task(g)
+			g.Expect(t.NodeName).To(Equal(b))
+			g.Expect(st.Snapshot.Nodes[a].Used.MilliCPU).To(BeZero())
+			g.Expect(st.Snapshot.Nodes[b].Used.MilliCPU).To(Equal(int64(1000)))
+		}).Should(Succeed())
+		Expect(c.Assumed()).To(BeZero())
+	})
+
+	It("signals changes to watched objects", func() {
+		for len(c.Changed()) > 0 {
+			<-c.Changed()
+		}
+		q := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		create(q)
+		DeferCleanup(func() { Expect(suite.Client.Delete(ctx, q)).To(Succeed()) })
+		Eventually(c.Changed()).Should(Receive())
+	})
+})

@@ -1,0 +1,169 @@
+package cache
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+)
+
+// Objects are the API objects one snapshot is built from. They are
+// read-only: they may be the informers' own copies.
+type Objects struct {
+	Nodes           []*corev1.Node
+	Pods            []*corev1.Pod
+	PodGroups       []*schedulingv1alpha1.PodGroup
+	Queues          []*schedulingv1alpha1.Queue
+	PriorityClasses []*schedulingv1.PriorityClass
+}
+
+// State is what one cycle works on: the snapshot, and the PodGroups and
+// Queues it was built from, whose status the cycle writes at commit. The
+// objects are read-only (they are the informers' own); the snapshot belongs
+// to the cycle.
+type State struct {
+	Snapshot  *api.Snapshot
+	PodGroups map[api.JobID]*schedulingv1alpha1.PodGroup
+	Queues    map[api.QueueID]*schedulingv1alpha1.Queue
+}
+
+// Build makes a cycle's state from objects. Pods whose spec.schedulerName
+// is schedulerName and whose group annotation names a PodGroup of their
+// namespace become that gang's tasks; every other pod only takes room on
+// its node.
+func Build(objs Objects, schedulerName string) (*State, error) {
+	prio := NewPriorities(objs.PriorityClasses)
+	st := &State{
+		PodGroups: make(map[api.JobID]*schedulingv1alpha1.PodGroup, len(objs.PodGroups)),
+		Queues:    make(map[api.QueueID]*schedulingv1alpha1.Queue, len(objs.Queues)),
+	}
+	jobs := make([]*api.JobInfo, 0, len(objs.PodGroups))
+	for _, pg := range objs.PodGroups {
+		job := JobInfoFromPodGroup(pg, prio)
+		st.PodGroups[job.UID] = pg
+		jobs = append(jobs, job)
+	}
+	queues := make([]*api.QueueInfo, 0, len(objs.Queues))
+	for _, q := range objs.Queues {
+		qi := QueueInfoFromQueue(q)
+		st.Queues[qi.Name] = q
+		queues = append(queues, qi)
+	}
+	snap, err := api.NewSnapshot(api.Cluster{
+		Nodes:  objs.Nodes,
+		Pods:   objs.Pods,
+		Jobs:   jobs,
+		Queues: queues,
+		JobOf:  JobOf(schedulerName),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	st.Snapshot = snap
+	return st, nil
+}
+
+// JobOf returns the gang of a pod this scheduler places: its
+// spec.schedulerName is schedulerName and its group annotation names the
+// PodGroup, in the pod's own namespace. A pod of another scheduler is
+// never a task, even if it names a group: its scheduler decides where it
+// goes, and this one only accounts for it once it is on a node.
+func JobOf(schedulerName string) api.JobOfFunc {
+	return func(pod *corev1.Pod) (api.JobID, bool) {
+		if pod.Spec.SchedulerName != schedulerName {
+			return "", false
+		}
+		group := pod.Annotations[schedulingv1alpha1.PodGroupNameAnnotation]
+		if group == "" {
+			return "", false
+		}
+		return api.NewJobID(pod.Namespace, group), true
+	}
+}
+
+// JobInfoFromPodGroup maps a PodGroup to a gang without tasks.
+//
+//   - spec.queue "" is the default queue (the API server defaults it, but
+//     a PodGroup stored before the default existed may lack it);
+//   - the priority is the value of spec.priorityClassName (see
+//     Priorities);
+//   - a phase never written is Pending, so an unadmitted gang reads as one.
+func JobInfoFromPodGroup(pg *schedulingv1alpha1.PodGroup, prio Priorities) *api.JobInfo {
+	job := api.NewJobInfo(pg.Namespace, pg.Name)
+	job.MinMember = pg.Spec.MinMember
+	if len(pg.Spec.MinTaskMember) > 0 {
+		job.MinTaskMember = maps.Clone(pg.Spec.MinTaskMember)
+	}
+	if pg.Spec.Queue != "" {
+		job.Queue = api.QueueID(pg.Spec.Queue)
+	}
+	job.Priority = prio.Value(pg.Spec.PriorityClassName)
+	job.CreationTimestamp = pg.CreationTimestamp.Time
+	job.Phase = api.JobPhase(pg.Status.Phase)
+	if job.Phase == "" {
+		job.Phase = api.JobPending
+	}
+	job.MinResources = api.NewResource(pg.Spec.MinResources)
+	return job
+}
+
+// QueueInfoFromQueue maps a Queue. The scheduler acts on spec.state (what
+// the administrator asked for); status.state only reports it. Weight 0
+// cannot pass validation but reads as 1, the default, rather than as "no
+// share at all".
+func QueueInfoFromQueue(q *schedulingv1alpha1.Queue) *api.QueueInfo {
+	qi := &api.QueueInfo{
+		Name:       api.QueueID(q.Name),
+		Weight:     q.Spec.Weight,
+		Capability: api.NewResource(q.Spec.Capability),
+		State:      api.QueueOpen,
+	}
+	if qi.Weight <= 0 {
+		qi.Weight = 1
+	}
+	if q.Spec.State == schedulingv1alpha1.QueueStateClosed {
+		qi.State = api.QueueClosed
+	}
+	return qi
+}
+
+// Priorities resolves PriorityClass names to values as the API server's
+// Priority admission does for pods: a named class gives its value; no name
+// gives the global default class's value (the lowest, should several claim
+// to be the default), or 0 without one. A name with no class also gives 0:
+// unlike a pod, a PodGroup is not rejected for naming a missing class, and
+// it should still be scheduled.
+type Priorities struct {
+	byName        map[string]int32
+	globalDefault int32
+}
+
+// NewPriorities indexes PriorityClasses.
+func NewPriorities(pcs []*schedulingv1.PriorityClass) Priorities {
+	p := Priorities{byName: make(map[string]int32, len(pcs))}
+	haveDefault := false
+	for _, pc := range pcs {
+		p.byName[pc.Name] = pc.Value
+		if pc.GlobalDefault && (!haveDefault || pc.Value < p.globalDefault) {
+			p.globalDefault, haveDefault = pc.Value, true
+		}
+	}
+	return p
+}
+
+// Value is the priority of a PodGroup that names class.
+func (p Priorities) Value(class string) int32 {
+	if class == "" {
+		return p.globalDefault
+	}
+	return p.byName[class]
+}
+
+// assumedTTL bounds how long a bound-but-not-yet-seen pod is trusted
+// (see assumedPods).
+const assumedTTL = 2 * time.Minute

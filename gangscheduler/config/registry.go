@@ -1,0 +1,41 @@
+package config
+
+import (
+	"github.com/troupe-ml/troupe/gangscheduler/actions"
+	"github.com/troupe-ml/troupe/gangscheduler/framework"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/drf"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/gang"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/nodeorder"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/predicates"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/priority"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/proportion"
+)
+
+// This file is the one place that knows every action and plugin by name.
+// Adding one is one line in a map below (and, if it should run by default,
+// one more in DefaultActions or plugins.Default).
+
+// Actions are the actions a configuration may name, by name.
+var Actions = map[string]func() framework.Action{
+	"enqueue":  func() framework.Action { return actions.NewEnqueue() },
+	"allocate": func() framework.Action { return actions.NewAllocate() },
+	"backfill": func() framework.Action { return actions.NewBackfill() },
+}
+
+// Plugins are the plugins a configuration may name, by name. A plugin whose
+// New takes a Config struct is registered WithArguments, so the
+// configuration's arguments decode strictly into that struct; one without
+// is registered NoArguments.
+var Plugins = map[string]PluginFactory{
+	priority.Name:   NoArguments(priority.New),
+	gang.Name:       NoArguments(gang.New),
+	predicates.Name: WithArguments(predicates.New),
+	nodeorder.Name:  WithArguments(nodeorder.New),
+	proportion.Name: WithArguments(proportion.New),
+	drf.Name:        WithArguments(drf.New),
+}
+
+// DefaultActions run, in this order, when the configuration names none.
+// Enqueue must come before allocate: it admits the gangs that allocate may
+// place.
+var DefaultActions = []string{"enqueue", "allocate", "backfill"}

@@ -1,0 +1,73 @@
+// Package metrics holds the scheduler's Prometheus metrics. They are
+// registered once, on controller-runtime's registry, so the manager's
+// metrics endpoint serves them beside the client and workqueue metrics.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+const (
+	namespace = "troupe"
+	subsystem = "scheduler"
+)
+
+// Bind results, the values of the binds_total label.
+const (
+	BindSuccess = "success"
+	BindError   = "error"
+)
+
+// Gang states, the values of the gangs gauge's label.
+const (
+	GangPending   = "pending"
+	GangScheduled = "scheduled"
+)
+
+var (
+	// CycleDuration is the time of one whole cycle: snapshot, session,
+	// binds and status writes.
+	CycleDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "cycle_duration_seconds",
+		Help:    "Duration of a scheduling cycle: snapshot, actions, binds and status writes.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	})
+	// Cycles counts cycles run.
+	Cycles = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "cycles_total",
+		Help: "Scheduling cycles run.",
+	})
+	// BindDuration is the latency of one pods/binding request.
+	BindDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "bind_duration_seconds",
+		Help:    "Latency of one pods/binding request.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+	})
+	// Binds counts bind requests by result.
+	Binds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "binds_total",
+		Help: "Bind requests by result (success, error).",
+	}, []string{"result"})
+	// Gangs is the number of gangs by state after the last cycle: pending
+	// (not yet minMember bound) and scheduled (minMember bound or running).
+	Gangs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "gangs",
+		Help: "Gangs after the last cycle by state: pending (not minMember bound yet) or scheduled.",
+	}, []string{"state"})
+	// PredicateEvaluations counts static predicate evaluations: at most
+	// one per (equivalence class, node) per cycle, however many pods.
+	PredicateEvaluations = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "predicate_evaluations_total",
+		Help: "Static predicate evaluations (at most one per equivalence class and node per cycle).",
+	})
+	// StatusWrites counts PodGroup and Queue status writes by result.
+	StatusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "status_writes_total",
+		Help: "PodGroup and Queue status writes by kind and result.",
+	}, []string{"kind", "result"})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(CycleDuration, Cycles, BindDuration, Binds, Gangs, PredicateEvaluations, StatusWrites)
+}

@@ -1,0 +1,107 @@
+package scheduler
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+	"github.com/troupe-ml/troupe/gangscheduler/framework"
+)
+
+// noRole names the pods of a gang that carry no role annotation.
+const noRole = "pods"
+
+// Diagnose explains, role by role, why a gang could not be placed whole,
+// on the nodes as the session left them (after the gangs placed before
+// it). It places the gang's pending pods again, in a statement it then
+// discards, and reports per role how many fit and, for the first that did
+// not, kube-scheduler's fit summary at that point, e.g.
+//
+//	Worker: 2 of 3 pending pods fit; then 0/3 nodes are available: 2 Insufficient nvidia.com/gpu, 1 node(s) didn't match Pod's node affinity/selector. Master: 1 of 1 pending pods fit.
+//
+// Roles that fall short come first. The placement is first-fit by node
+// name rather than allocate's scoring, so it can differ from allocate's in
+// which nodes it uses; should every pod fit that way, Diagnose returns ""
+// and the session's own finding stands.
+//
+// It costs about one pass over the nodes per equivalence class: the
+// statement only fills nodes, so a node that did not fit a class's pod
+// never fits the next one of the class, and the scan for it resumes where
+// the previous one stopped; and a class whose pod found no node is not
+// tried again.
+func Diagnose(ssn *framework.Session, job *api.JobInfo) string {
+	tasks := job.PendingTasks()
+	slices.SortStableFunc(tasks, ssn.TaskCompare)
+	type roleFit struct {
+		name            string
+		pending, placed int
+		why             string
+	}
+	roles := map[string]*roleFit{}
+	stmt := ssn.Statement()
+	defer stmt.Discard()
+	resume := map[*framework.Class]int{}
+	failed := map[*framework.Class]bool{}
+	for _, t := range tasks {
+		r := roles[t.Role]
+		if r == nil {
+			r = &roleFit{name: cmp.Or(t.Role, noRole)}
+			roles[t.Role] = r
+		}
+		r.pending++
+		cls := ssn.ClassOf(t)
+		if failed[cls] {
+			continue
+		}
+		placed := false
+		for i := resume[cls]; i < len(ssn.NodeList); i++ {
+			n := ssn.NodeList[i]
+			if ssn.PredicateWithClass(cls, t, n).Fit && stmt.Allocate(t, n) == nil {
+				resume[cls], placed = i, true
+				break
+			}
+		}
+		if placed {
+			r.placed++
+			continue
+		}
+		failed[cls] = true
+		if r.why == "" {
+			r.why = ssn.Diagnose(t).String()
+		}
+	}
+
+	list := make([]*roleFit, 0, len(roles))
+	short := false
+	for _, r := range roles {
+		list = append(list, r)
+		short = short || r.why != ""
+	}
+	if !short {
+		// First-fit placed what allocate's scoring could not; the
+		// session's own message says more than "everything fits".
+		return ""
+	}
+	slices.SortFunc(list, func(a, b *roleFit) int {
+		if (a.why != "") != (b.why != "") {
+			if a.why != "" {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	parts := make([]string, 0, len(list))
+	for _, r := range list {
+		s := fmt.Sprintf("%s: %d of %d pending pods fit", r.name, r.placed, r.pending)
+		if r.why != "" {
+			s += "; then " + r.why
+		} else {
+			s += "."
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " ")
+}

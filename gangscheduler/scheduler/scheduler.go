@@ -1,0 +1,237 @@
+// Package scheduler is the scheduling loop. Each cycle takes a snapshot of
+// the cache, opens a session on it with the configured plugins, runs the
+// configured actions, and then commits: binds the decisions and writes each
+// gang's and queue's status. Everything up to the commit is a pure function
+// of the snapshot; the commit is the only place with side effects.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/gangscheduler/actions"
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+	"github.com/troupe-ml/troupe/gangscheduler/binder"
+	"github.com/troupe-ml/troupe/gangscheduler/cache"
+	"github.com/troupe-ml/troupe/gangscheduler/framework"
+	"github.com/troupe-ml/troupe/gangscheduler/metrics"
+	"github.com/troupe-ml/troupe/gangscheduler/status"
+)
+
+// Defaults of Options.
+const (
+	DefaultMinCyclePeriod = 100 * time.Millisecond
+	DefaultMaxIdlePeriod  = time.Second
+)
+
+// Options configure the loop.
+type Options struct {
+	Actions []framework.Action
+	Plugins []framework.Plugin
+	// MinCyclePeriod is the least time between the starts of two cycles.
+	// Changes that arrive meanwhile are folded into the next cycle, so a
+	// burst of pod creations costs one cycle, not one per pod.
+	MinCyclePeriod time.Duration
+	// MaxIdlePeriod is the most time between two cycles when nothing
+	// changes: time alone can change a gang's status (its schedule
+	// timeout falls due).
+	MaxIdlePeriod time.Duration
+	Log           logr.Logger
+}
+
+// Scheduler runs cycles, triggered by the cache's changes.
+type Scheduler struct {
+	cache  *cache.Cache
+	binder *binder.Binder
+	status *status.Writer
+	opts   Options
+}
+
+// New returns a scheduler over its parts.
+func New(c *cache.Cache, b *binder.Binder, w *status.Writer, opts Options) *Scheduler {
+	if opts.MaxIdlePeriod <= 0 {
+		opts.MaxIdlePeriod = DefaultMaxIdlePeriod
+	}
+	return &Scheduler{cache: c, binder: b, status: w, opts: opts}
+}
+
+// Start runs cycles until ctx ends: one as soon as the cache has synced,
+// then one after every change to the watched objects (at most one per
+// MinCyclePeriod), and one after MaxIdlePeriod without changes. It is a
+// controller-runtime Runnable that needs leader election: only the leader
+// binds.
+func (s *Scheduler) Start(ctx context.Context) error {
+	if !s.cache.WaitForSync(ctx) {
+		return nil // ctx ended before the informers synced
+	}
+	idle := time.NewTimer(0)
+	defer idle.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.cache.Changed():
+		case <-idle.C:
+		}
+		if wait := s.opts.MinCyclePeriod - time.Since(last); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+		}
+		last = time.Now()
+		if err := s.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			s.opts.Log.Error(err, "Scheduling cycle")
+		}
+		idle.Reset(s.opts.MaxIdlePeriod)
+	}
+}
+
+// RunOnce runs one cycle.
+func (s *Scheduler) RunOnce(ctx context.Context) error {
+	start := time.Now()
+	defer func() {
+		metrics.CycleDuration.Observe(time.Since(start).Seconds())
+		metrics.Cycles.Inc()
+	}()
+
+	state, err := s.cache.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	d := decide(state.Snapshot, s.opts.Plugins, s.opts.Actions)
+	metrics.PredicateEvaluations.Add(float64(d.stats.PredicateEvaluations))
+
+	bindErr := s.bind(ctx, d.bindings)
+	writeErr := s.writeStatus(ctx, state, d, time.Now())
+	if len(d.bindings) > 0 {
+		s.opts.Log.V(1).Info("Cycle committed", "binds", len(d.bindings), "duration", time.Since(start))
+	}
+	return errors.Join(bindErr, writeErr)
+}
+
+// decision is what a session decided, taken out of it before the commit.
+type decision struct {
+	bindings []framework.Decision
+	findings map[api.JobID]framework.Unschedulable
+	// diagnoses explain, per role, the resource findings.
+	diagnoses map[api.JobID]string
+	admitted  map[api.JobID]bool
+	stats     framework.Stats
+}
+
+// decide runs a session over snap: a pure function of the snapshot (it
+// changes the snapshot, which the cycle owns, and nothing else).
+func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Action) decision {
+	ssn := framework.OpenSession(snap, plugins...)
+	ssn.Run(acts...)
+	d := decision{
+		bindings:  ssn.Bindings(),
+		findings:  ssn.Unschedulable(),
+		diagnoses: map[api.JobID]string{},
+		admitted:  map[api.JobID]bool{},
+		stats:     ssn.Stats(),
+	}
+	for id, f := range d.findings {
+		if job := ssn.Jobs[id]; job != nil && f.Reason == actions.ReasonNotEnoughResources && job.HasPendingTasks() && !job.IsReady() {
+			d.diagnoses[id] = Diagnose(ssn, job)
+		}
+	}
+	for _, id := range ssn.Admitted() {
+		d.admitted[id] = true
+	}
+	return d
+}
+
+// bind binds the decisions. Each pod is assumed bound first, so that the
+// next snapshot counts it on its node even before the informer shows the
+// bind; a failed bind forgets it, and the next cycle places it again. The
+// tasks are updated to what happened (Bound, or Pending again) for the
+// status that follows.
+func (s *Scheduler) bind(ctx context.Context, decisions []framework.Decision) error {
+	if len(decisions) == 0 {
+		return nil
+	}
+	for _, d := range decisions {
+		s.cache.Assume(types.UID(d.Task.UID), d.Node)
+	}
+	errs := s.binder.Bind(ctx, decisions)
+	var failed []error
+	for i, d := range decisions {
+		if errs[i] != nil {
+			s.cache.Forget(types.UID(d.Task.UID))
+			d.Task.Status, d.Task.NodeName = api.Pending, ""
+			failed = append(failed, errs[i])
+			continue
+		}
+		d.Task.Status = api.Bound
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d binds failed, retried next cycle; first: %w", len(failed), len(decisions), failed[0])
+	}
+	return nil
+}
+
+// writeStatus computes every gang's and queue's status and writes those
+// that changed.
+func (s *Scheduler) writeStatus(ctx context.Context, state *cache.State, d decision, now time.Time) error {
+	var pgWrites []status.PodGroupWrite
+	usage := map[api.QueueID]*status.QueueUsage{}
+	live := map[types.UID]bool{}
+	var pending, scheduled int
+	for id, job := range state.Snapshot.Jobs {
+		pg := state.PodGroups[id]
+		live[pg.UID] = true
+		g := status.Gang{
+			PodGroup:  pg,
+			Old:       s.status.OldPodGroupStatus(pg),
+			Job:       job,
+			Admitted:  d.admitted[id],
+			Diagnosis: d.diagnoses[id],
+		}
+		if f, ok := d.findings[id]; ok {
+			g.Unschedulable = &f
+		}
+		u := status.Compute(g, now)
+		w := status.PodGroupWrite{PodGroup: pg, Old: g.Old, Update: u}
+		if u.PodEvent != nil {
+			for _, t := range job.PendingTasks() {
+				w.Pending = append(w.Pending, t.Pod)
+			}
+		}
+		pgWrites = append(pgWrites, w)
+
+		switch {
+		case u.Scheduled:
+			scheduled++
+		case u.Status.Phase != schedulingv1alpha1.PodGroupFinished && u.Status.Phase != schedulingv1alpha1.PodGroupFailed:
+			pending++
+		}
+		if usage[job.Queue] == nil {
+			usage[job.Queue] = &status.QueueUsage{}
+		}
+		usage[job.Queue].Add(u.Status.Phase, job)
+	}
+	metrics.Gangs.WithLabelValues(metrics.GangPending).Set(float64(pending))
+	metrics.Gangs.WithLabelValues(metrics.GangScheduled).Set(float64(scheduled))
+
+	var qWrites []status.QueueWrite
+	for name, q := range state.Queues {
+		live[q.UID] = true
+		var u status.QueueUsage
+		if p := usage[name]; p != nil {
+			u = *p
+		}
+		qWrites = append(qWrites, status.QueueWrite{Queue: q, Old: s.status.OldQueueStatus(q), New: status.ComputeQueue(q, u)})
+	}
+	s.status.Forget(func(uid types.UID) bool { return live[uid] })
+	return s.status.Write(ctx, pgWrites, qWrites)
+}

@@ -1,0 +1,266 @@
+// Package status computes and writes what a cycle learnt about each gang
+// and queue: the PodGroup and Queue status, and the events that go with a
+// change. Compute and ComputeQueue are pure; Writer does the API calls.
+package status
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+	"github.com/troupe-ml/troupe/gangscheduler/framework"
+)
+
+// Event reasons on PodGroups (besides the condition reasons).
+const (
+	ReasonScheduled     = "Scheduled"
+	ReasonUnschedulable = "Unschedulable"
+	ReasonFinished      = "Finished"
+	ReasonFailed        = "Failed"
+)
+
+// Gang is one gang as a cycle leaves it, after its binds.
+type Gang struct {
+	// PodGroup is the object the cycle read (spec, generation).
+	PodGroup *schedulingv1alpha1.PodGroup
+	// Old is the status to compare against: the PodGroup's, or what this
+	// scheduler last wrote if the informer does not show that yet (see
+	// Writer.OldPodGroupStatus).
+	Old schedulingv1alpha1.PodGroupStatus
+	// Job holds the gang's tasks with the bind results applied: bound
+	// tasks are Bound, tasks whose bind failed are Pending.
+	Job *api.JobInfo
+	// Admitted says the session admitted the gang (ssn.Admitted).
+	Admitted bool
+	// Unschedulable is the session's record for the gang, nil if none.
+	Unschedulable *framework.Unschedulable
+	// Diagnosis explains a resource failure role by role; "" if there is
+	// none. It replaces the record's message, which names only one pod.
+	Diagnosis string
+}
+
+// Event is an event to record.
+type Event struct {
+	Type, Reason, Message string
+}
+
+// Update is the status a gang should have now and what to announce.
+type Update struct {
+	Status schedulingv1alpha1.PodGroupStatus
+	// Events go on the PodGroup.
+	Events []Event
+	// PodEvent, if set, goes on every pending pod of the gang: it tells
+	// someone looking at one pod why its gang waits.
+	PodEvent *Event
+	// Scheduled says minMember pods (per role too) are bound or running.
+	Scheduled bool
+}
+
+// Compute derives a gang's status from its pods and the cycle's findings.
+//
+// Phase (kept deliberately simple; see the PodGroupPhase constants):
+//   - Finished: every pod has terminated and at least minMember succeeded;
+//   - Failed: some pod failed and fewer than minMember can still succeed
+//     (succeeded plus pending, bound and running pods);
+//   - Running: minMember pods (and every minTaskMember) are bound or
+//     running. Bound counts, as in Volcano: the gang has its nodes, and
+//     whether the kubelet has started the containers yet is not the
+//     scheduler's business;
+//   - Unknown: the gang was Running and has lost members, but some are
+//     still bound or running; its controller is expected to replace them;
+//   - Inqueue: admitted (by this session's enqueue, or earlier) and not
+//     placed yet; a gang that lost every member also goes back here;
+//   - Pending: otherwise.
+//
+// Phase is recomputed every cycle from the pods, so a Failed gang whose
+// controller recreates its pods is scheduled again.
+//
+// Conditions and times (not touched once Finished or Failed):
+//   - scheduleStartTime is set the first cycle the gang has pods, and reset
+//     when a Running gang loses members (a new attempt starts);
+//   - scheduleEndTime is set when Scheduled turns True, cleared while an
+//     attempt is in progress;
+//   - Scheduled is True (GangBound) or False (Waiting);
+//   - Unschedulable is True with the session's reason and the per-role
+//     diagnosis while the session records one; False once scheduled.
+//     Without a record this cycle (e.g. a pod's bind failed and is retried)
+//     it is left as it was;
+//   - past scheduleTimeoutSeconds since scheduleStartTime, Unschedulable
+//     becomes reason ScheduleTimeout. The scheduler keeps trying: nothing
+//     is ever reserved for a gang that is not whole (allocate binds a gang
+//     entirely or not at all), so there is nothing to release, and giving
+//     up would only make someone recreate the PodGroup to try again.
+func Compute(g Gang, now time.Time) Update {
+	pg, job := g.PodGroup, g.Job
+	old := g.Old
+	st := *old.DeepCopy()
+	c := countTasks(job)
+	st.Admitted, st.Running, st.Succeeded, st.Failed = c.placed, c.running, c.succeeded, c.failed
+	ready := job.IsReady()
+	st.Phase = phase(old.Phase, c, ready, g.Admitted, job.MinMember)
+	u := Update{Scheduled: ready && !terminal(st.Phase)}
+
+	if terminal(st.Phase) {
+		if st.Phase != old.Phase {
+			if st.Phase == schedulingv1alpha1.PodGroupFinished {
+				u.Events = append(u.Events, Event{corev1.EventTypeNormal, ReasonFinished,
+					fmt.Sprintf("%d pods succeeded (minMember %d)", c.succeeded, job.MinMember)})
+			} else {
+				u.Events = append(u.Events, Event{corev1.EventTypeWarning, ReasonFailed,
+					fmt.Sprintf("%d pods failed; at most %d of minMember %d can still succeed", c.failed, c.succeeded+c.valid, job.MinMember)})
+			}
+		}
+		u.Status = st
+		return u
+	}
+
+	if old.Phase == schedulingv1alpha1.PodGroupRunning && !ready {
+		st.ScheduleStartTime, st.ScheduleEndTime = nil, nil
+	}
+	if st.ScheduleStartTime == nil && c.total > 0 {
+		st.ScheduleStartTime = ptrTime(now)
+	}
+	cond := func(ctype string, status metav1.ConditionStatus, reason, message string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: ctype, Status: status, Reason: reason, Message: message,
+			ObservedGeneration: pg.Generation, LastTransitionTime: metav1.NewTime(now),
+		})
+	}
+
+	if ready {
+		if st.ScheduleEndTime == nil {
+			st.ScheduleEndTime = ptrTime(now)
+		}
+		cond(schedulingv1alpha1.PodGroupScheduled, metav1.ConditionTrue, schedulingv1alpha1.PodGroupReasonGangBound,
+			fmt.Sprintf("%d pods bound or running (minMember %d)", c.placed, job.MinMember))
+		cond(schedulingv1alpha1.PodGroupUnschedulable, metav1.ConditionFalse, schedulingv1alpha1.PodGroupReasonGangBound, "")
+	} else {
+		st.ScheduleEndTime = nil
+		cond(schedulingv1alpha1.PodGroupScheduled, metav1.ConditionFalse, schedulingv1alpha1.PodGroupReasonWaiting,
+			fmt.Sprintf("%d of minMember %d pods bound", c.placed, job.MinMember))
+		if reason, message, ok := unschedulable(g, &st, now); ok {
+			cond(schedulingv1alpha1.PodGroupUnschedulable, metav1.ConditionTrue, reason, message)
+		}
+	}
+	u.Status = st
+	u.Events, u.PodEvent = transitions(old.Conditions, st.Conditions, c, job.MinMember)
+	return u
+}
+
+// unschedulable returns the Unschedulable condition's reason and message
+// for a gang that is not ready, or false to leave the condition alone.
+func unschedulable(g Gang, st *schedulingv1alpha1.PodGroupStatus, now time.Time) (string, string, bool) {
+	var reason, message string
+	switch {
+	case g.Unschedulable != nil:
+		reason, message = g.Unschedulable.Reason, g.Unschedulable.Message
+		if g.Diagnosis != "" {
+			message = g.Diagnosis
+		}
+	default:
+		// No finding this cycle: a timeout can still fall due, on the
+		// strength of the last finding.
+		old := meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
+		if old == nil || old.Status != metav1.ConditionTrue || old.Reason == schedulingv1alpha1.PodGroupReasonScheduleTimeout {
+			return "", "", false
+		}
+		reason, message = old.Reason, old.Message
+	}
+	timeout := g.PodGroup.Spec.ScheduleTimeoutSeconds
+	if timeout != nil && st.ScheduleStartTime != nil && now.Sub(st.ScheduleStartTime.Time) >= time.Duration(*timeout)*time.Second {
+		message = fmt.Sprintf("not scheduled within scheduleTimeoutSeconds (%ds); still trying. %s: %s", *timeout, reason, message)
+		reason = schedulingv1alpha1.PodGroupReasonScheduleTimeout
+	}
+	return reason, message, true
+}
+
+// transitions returns the events for condition changes: Scheduled turning
+// True, Unschedulable turning True or changing its reason or message (and
+// then also the event for the gang's pending pods).
+func transitions(before, after []metav1.Condition, c taskCounts, minMember int32) ([]Event, *Event) {
+	var events []Event
+	var podEvent *Event
+	if now := meta.FindStatusCondition(after, schedulingv1alpha1.PodGroupScheduled); now != nil && now.Status == metav1.ConditionTrue &&
+		!meta.IsStatusConditionTrue(before, schedulingv1alpha1.PodGroupScheduled) {
+		events = append(events, Event{corev1.EventTypeNormal, ReasonScheduled,
+			fmt.Sprintf("gang bound: %d pods on nodes (minMember %d)", c.placed, minMember)})
+	}
+	now := meta.FindStatusCondition(after, schedulingv1alpha1.PodGroupUnschedulable)
+	was := meta.FindStatusCondition(before, schedulingv1alpha1.PodGroupUnschedulable)
+	if now != nil && now.Status == metav1.ConditionTrue &&
+		(was == nil || was.Status != metav1.ConditionTrue || was.Reason != now.Reason || was.Message != now.Message) {
+		reason := ReasonUnschedulable
+		if now.Reason == schedulingv1alpha1.PodGroupReasonScheduleTimeout &&
+			(was == nil || was.Reason != schedulingv1alpha1.PodGroupReasonScheduleTimeout) {
+			reason = schedulingv1alpha1.PodGroupReasonScheduleTimeout
+		}
+		msg := now.Reason + ": " + now.Message
+		events = append(events, Event{corev1.EventTypeWarning, reason, msg})
+		podEvent = &Event{corev1.EventTypeWarning, "FailedScheduling", msg}
+	}
+	return events, podEvent
+}
+
+type taskCounts struct {
+	total                      int32
+	placed                     int32 // bound or running: counts toward minMember
+	running, succeeded, failed int32
+	valid                      int32 // pending, bound or running: could still count
+	live                       int32 // not terminated (terminating pods included)
+}
+
+func countTasks(job *api.JobInfo) taskCounts {
+	var c taskCounts
+	for _, t := range job.Tasks {
+		c.total++
+		switch t.Status {
+		case api.Running:
+			c.running++
+		case api.Succeeded:
+			c.succeeded++
+		case api.Failed:
+			c.failed++
+		}
+		if t.Status.CountsTowardReady() {
+			c.placed++
+		}
+		if t.Status.CanBecomeReady() {
+			c.valid++
+		}
+		if t.Status != api.Succeeded && t.Status != api.Failed {
+			c.live++
+		}
+	}
+	return c
+}
+
+func phase(old schedulingv1alpha1.PodGroupPhase, c taskCounts, ready, admitted bool, minMember int32) schedulingv1alpha1.PodGroupPhase {
+	wasRunning := old == schedulingv1alpha1.PodGroupRunning || old == schedulingv1alpha1.PodGroupUnknown
+	switch {
+	case c.total > 0 && c.live == 0 && c.succeeded >= minMember:
+		return schedulingv1alpha1.PodGroupFinished
+	case c.failed > 0 && c.succeeded+c.valid < minMember:
+		return schedulingv1alpha1.PodGroupFailed
+	case ready:
+		return schedulingv1alpha1.PodGroupRunning
+	case wasRunning && c.placed > 0:
+		return schedulingv1alpha1.PodGroupUnknown
+	case wasRunning || admitted || old == schedulingv1alpha1.PodGroupInqueue:
+		return schedulingv1alpha1.PodGroupInqueue
+	}
+	return schedulingv1alpha1.PodGroupPending
+}
+
+func terminal(p schedulingv1alpha1.PodGroupPhase) bool {
+	return p == schedulingv1alpha1.PodGroupFinished || p == schedulingv1alpha1.PodGroupFailed
+}
+
+func ptrTime(t time.Time) *metav1.Time {
+	mt := metav1.NewTime(t)
+	return &mt
+}

@@ -1,0 +1,189 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/gangscheduler/internal/parallel"
+	"github.com/troupe-ml/troupe/gangscheduler/metrics"
+)
+
+// ActionScheduling is the action of the events the writer records.
+const ActionScheduling = "Scheduling"
+
+// Writer writes PodGroup and Queue statuses, once per object per cycle and
+// only when they changed, and records the events of each change.
+//
+// It remembers what it wrote: the next cycle may run before the informer
+// delivers the write, and comparing against the stale object would write
+// the same status (and record the same events) again. So while the
+// informer still shows the version a write was made over, the written
+// status stands in for the object's (OldPodGroupStatus, OldQueueStatus).
+type Writer struct {
+	client   client.Client
+	recorder events.EventRecorder
+	workers  int
+
+	mu      sync.Mutex
+	written map[types.UID]memo
+}
+
+type memo struct {
+	// from is the resourceVersion the status was written over.
+	from     string
+	podGroup *schedulingv1alpha1.PodGroupStatus
+	queue    *schedulingv1alpha1.QueueStatus
+}
+
+// NewWriter returns a writer that patches through c, records events with
+// recorder and runs at most workers writes at once.
+func NewWriter(c client.Client, recorder events.EventRecorder, workers int) *Writer {
+	return &Writer{client: c, recorder: recorder, workers: max(workers, 1), written: map[types.UID]memo{}}
+}
+
+// recall returns what was written over obj's version, if the informer has
+// not caught up with the write yet.
+func (w *Writer) recall(obj metav1.Object) (memo, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m, ok := w.written[obj.GetUID()]
+	if !ok {
+		return memo{}, false
+	}
+	if obj.GetResourceVersion() == m.from {
+		return m, true
+	}
+	// The informer shows the write, or something newer: the object is
+	// the truth again.
+	delete(w.written, obj.GetUID())
+	return memo{}, false
+}
+
+func (w *Writer) remember(uid types.UID, m memo) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.written[uid] = m
+}
+
+// Forget drops what is remembered of objects not in keep (deleted ones).
+func (w *Writer) Forget(keep func(types.UID) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for uid := range w.written {
+		if !keep(uid) {
+			delete(w.written, uid)
+		}
+	}
+}
+
+// OldPodGroupStatus is the status to compare pg's new status against.
+func (w *Writer) OldPodGroupStatus(pg *schedulingv1alpha1.PodGroup) schedulingv1alpha1.PodGroupStatus {
+	if m, ok := w.recall(pg); ok && m.podGroup != nil {
+		return *m.podGroup
+	}
+	return pg.Status
+}
+
+// OldQueueStatus is the status to compare q's new status against.
+func (w *Writer) OldQueueStatus(q *schedulingv1alpha1.Queue) schedulingv1alpha1.QueueStatus {
+	if m, ok := w.recall(q); ok && m.queue != nil {
+		return *m.queue
+	}
+	return q.Status
+}
+
+// PodGroupWrite is one gang's outcome of a cycle.
+type PodGroupWrite struct {
+	PodGroup *schedulingv1alpha1.PodGroup
+	// Old is what Update was computed against (OldPodGroupStatus).
+	Old    schedulingv1alpha1.PodGroupStatus
+	Update Update
+	// Pending are the gang's pods still waiting for a node: they get
+	// Update.PodEvent.
+	Pending []*corev1.Pod
+}
+
+// QueueWrite is one queue's outcome of a cycle.
+type QueueWrite struct {
+	Queue    *schedulingv1alpha1.Queue
+	Old, New schedulingv1alpha1.QueueStatus
+}
+
+// Write patches every status that changed, then records the events of
+// each PodGroup written. A status whose write fails is written again next
+// cycle (its change is still there), and its events wait for that: events
+// follow the status, so each change is announced once.
+func (w *Writer) Write(ctx context.Context, pgs []PodGroupWrite, qs []QueueWrite) error {
+	var changedPGs []PodGroupWrite
+	for _, pw := range pgs {
+		if !equality.Semantic.DeepEqual(pw.Old, pw.Update.Status) {
+			changedPGs = append(changedPGs, pw)
+		}
+	}
+	var changedQs []QueueWrite
+	for _, qw := range qs {
+		if !equality.Semantic.DeepEqual(qw.Old, qw.New) {
+			changedQs = append(changedQs, qw)
+		}
+	}
+	errs := make([]error, len(changedPGs)+len(changedQs))
+	parallel.ForEach(len(errs), w.workers, func(i int) {
+		if i < len(changedPGs) {
+			errs[i] = w.writePodGroup(ctx, changedPGs[i])
+		} else {
+			errs[i] = w.writeQueue(ctx, changedQs[i-len(changedPGs)])
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func (w *Writer) writePodGroup(ctx context.Context, pw PodGroupWrite) error {
+	pg := pw.PodGroup
+	orig := &schedulingv1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pg.Namespace, Name: pg.Name},
+		Status:     pw.Old,
+	}
+	mod := orig.DeepCopy()
+	mod.Status = pw.Update.Status
+	if err := w.client.Status().Patch(ctx, mod, client.MergeFrom(orig)); err != nil {
+		metrics.StatusWrites.WithLabelValues("PodGroup", "error").Inc()
+		return fmt.Errorf("write status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
+	}
+	metrics.StatusWrites.WithLabelValues("PodGroup", "success").Inc()
+	written := pw.Update.Status
+	w.remember(pg.UID, memo{from: pg.ResourceVersion, podGroup: &written})
+	for _, e := range pw.Update.Events {
+		w.recorder.Eventf(pg, nil, e.Type, e.Reason, ActionScheduling, "%s", e.Message)
+	}
+	if e := pw.Update.PodEvent; e != nil {
+		for _, pod := range pw.Pending {
+			w.recorder.Eventf(pod, pg, e.Type, e.Reason, ActionScheduling, "%s", e.Message)
+		}
+	}
+	return nil
+}
+
+func (w *Writer) writeQueue(ctx context.Context, qw QueueWrite) error {
+	q := qw.Queue
+	orig := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: q.Name}, Status: qw.Old}
+	mod := orig.DeepCopy()
+	mod.Status = qw.New
+	if err := w.client.Status().Patch(ctx, mod, client.MergeFrom(orig)); err != nil {
+		metrics.StatusWrites.WithLabelValues("Queue", "error").Inc()
+		return fmt.Errorf("write status of Queue %s: %w", q.Name, err)
+	}
+	metrics.StatusWrites.WithLabelValues("Queue", "success").Inc()
+	written := qw.New
+	w.remember(q.UID, memo{from: q.ResourceVersion, queue: &written})
+	return nil
+}
