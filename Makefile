@@ -18,6 +18,20 @@ GO_TEST_FLAGS ?= -timeout 20m
 .PHONY: all
 all: build
 
+##@ Demo
+
+DEMO_FLAGS ?=
+
+.PHONY: demo
+demo: ## A local cluster: control plane, simulated CPU/GPU nodes (kwok), operator, troupe-scheduler and the examples, shown live until Ctrl-C.
+	go build -o bin/demo ./cmd/demo
+	bin/demo --control-plane-dir="$$(hack/controlplane.sh)" --kwok-dir="$$(hack/kwok.sh)" $(DEMO_FLAGS)
+
+.PHONY: demo-smoke
+demo-smoke: ## The demo without a terminal: exits 0 once every example gang runs on the right nodes, 1 otherwise.
+	go build -o bin/demo ./cmd/demo
+	bin/demo --control-plane-dir="$$(hack/controlplane.sh)" --kwok-dir="$$(hack/kwok.sh)" --until-running --timeout=3m $(DEMO_FLAGS)
+
 ##@ Development
 
 .PHONY: generate

@@ -7,14 +7,15 @@
 //
 // Every decision is a pure function of the snapshot: api, framework, plugins
 // and actions never call the API server. A session ends with a list of
-// (task, node) bindings; the scheduler loop then commits them: the binder
-// writes them through the pods/binding API and the status writer records
-// each gang's outcome on its PodGroup.
+// (task, node) bindings and pods to evict; the scheduler loop then commits
+// them: the binder writes the bindings through the pods/binding API and
+// deletes the evicted pods, and the status writer records each gang's
+// outcome on its PodGroup.
 //
 //	api/        the snapshot model: resources, tasks, jobs (gangs), nodes, queues
 //	framework/  session, extension points, statements, the predicate cache
 //	plugins/    predicates, gang, priority, nodeorder, proportion (queue share), drf
-//	actions/    enqueue, allocate, backfill (preemption is still to come)
+//	actions/    enqueue, allocate, backfill, and preempt (optional)
 //	queues/     the default Queue
 //	cache/      informers -> snapshot; pods assumed bound until the informer agrees
 //	binder/     parallel binds through pods/binding, Scheduled events

@@ -7,7 +7,8 @@
 //   - backfill places pods that request nothing where they fit, without
 //     ever forming a gang.
 //
-// Preempt will sit beside them.
+// Preempt (optional, not in Pipeline) evicts whole lower-priority gangs for
+// a starving gang; it goes after enqueue and before allocate.
 package actions
 
 import (

@@ -169,7 +169,40 @@ func checkPipeline(t *testing.T, c cluster, seed uint64) pipelineStats {
 		}
 	}
 
-	// No trial residue.
+	checkNoResidue(t, c, ssn, seed)
+
+	again := run(t, c, plugins.WithQueueShare(), actions.Pipeline()...).Bindings()
+	if !sameDecisions(decisions, again) {
+		t.Errorf("seed %d: a second run decided differently", seed)
+	}
+
+	for _, j := range c.jobs {
+		if admittedBefore(j) {
+			continue
+		}
+		if admittedNow[j.UID] {
+			stats.admitted++
+			continue
+		}
+		stats.refused++
+		msg := ssn.Unschedulable()[j.UID].Message
+		if strings.Contains(msg, "capability") {
+			stats.capabilityRefusals++
+		}
+		if strings.Contains(msg, " share:") {
+			stats.shareRefusals++
+		}
+	}
+	return stats
+}
+
+// checkNoResidue checks that trial placements and evictions leave no
+// trace: every node holds what ran before (evicted pods too: they hold
+// their node until they are gone) plus the decisions, and no task is left
+// allocated unbound.
+func checkNoResidue(t *testing.T, c cluster, ssn *framework.Session, seed uint64) {
+	t.Helper()
+	decisions := ssn.Bindings()
 	want := map[string]*api.Resource{}
 	for _, n := range c.nodes {
 		want[n.Name] = &api.Resource{}
@@ -199,30 +232,6 @@ func checkPipeline(t *testing.T, c cluster, seed uint64) pipelineStats {
 			}
 		}
 	}
-
-	again := run(t, c, plugins.WithQueueShare(), actions.Pipeline()...).Bindings()
-	if !sameDecisions(decisions, again) {
-		t.Errorf("seed %d: a second run decided differently", seed)
-	}
-
-	for _, j := range c.jobs {
-		if admittedBefore(j) {
-			continue
-		}
-		if admittedNow[j.UID] {
-			stats.admitted++
-			continue
-		}
-		stats.refused++
-		msg := ssn.Unschedulable()[j.UID].Message
-		if strings.Contains(msg, "capability") {
-			stats.capabilityRefusals++
-		}
-		if strings.Contains(msg, " share:") {
-			stats.shareRefusals++
-		}
-	}
-	return stats
 }
 
 func sameDecisions(a, b []framework.Decision) bool {

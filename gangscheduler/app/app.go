@@ -36,11 +36,13 @@ import (
 
 // The scheduler's permissions, generated into config/rbac/scheduler by
 // `make generate`; least privilege: it reads what it schedules over,
-// binds pods, writes the status of PodGroups and Queues, creates the
-// default Queue, records events and holds its leader Lease. It never
-// changes a pod, node or PodGroup spec.
+// binds pods, deletes the pods that preemption evicts (only with the
+// preempt action configured), writes the status of PodGroups and Queues,
+// creates the default Queue, records events and holds its leader Lease. It
+// never changes a pod, node or PodGroup spec.
 //
 // +kubebuilder:rbac:groups="",resources=nodes;pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=delete
 // +kubebuilder:rbac:groups="",resources=pods/binding,verbs=create
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.troupe.dev,resources=podgroups,verbs=get;list;watch

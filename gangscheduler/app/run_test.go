@@ -358,6 +358,80 @@ var _ = Describe("troupe-scheduler", Serial, func() {
 		Expect(placement(Default)).To(And(HaveKeyWithValue("low-0", ""), HaveKeyWithValue("low-1", "")))
 	})
 
+	It("preempts a whole lower-priority gang for a starving higher-priority one, which binds once the victims are gone", func() {
+		low := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-low"}, Value: 10}
+		high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 1000}
+		create(low, high)
+		DeferCleanup(func() {
+			Expect(suite.Client.Delete(ctx, low)).To(Succeed())
+			Expect(suite.Client.Delete(ctx, high)).To(Succeed())
+		})
+		gpuNodes := []string{nodeName("gpu-a"), nodeName("gpu-b")}
+		nodes(
+			testutil.MakeNode(gpuNodes[0]).Capacity("16", "64Gi").GPU(4).Obj(),
+			testutil.MakeNode(gpuNodes[1]).Capacity("16", "64Gi").GPU(4).Obj(),
+		)
+		gang := func(name, class string) {
+			create(testutil.MakePodGroup(name, ns).MinMember(2).PriorityClass(class).Obj())
+			for i := range 2 {
+				create(testutil.MakeGangPod(name+"-"+string(rune('0'+i)), ns).Group(name).Request(corev1.ResourceCPU, "1").GPU(4).Obj())
+			}
+		}
+		config := filepath.Join(GinkgoT().TempDir(), "scheduler.yaml")
+		Expect(os.WriteFile(config, []byte("actions: [enqueue, preempt, allocate, backfill]\n"), 0o600)).To(Succeed())
+		preemptionsBefore := counter("troupe_scheduler_preemptions_total", nil)
+
+		By("a low-priority gang fills the GPU nodes and runs")
+		gang("low", low.Name)
+		start([]string{"--config=" + config})
+		Eventually(func(g Gomega) {
+			got := placement(g)
+			g.Expect(got).To(HaveKeyWithValue("low-0", BeElementOf(gpuNodes)))
+			g.Expect(got).To(HaveKeyWithValue("low-1", BeElementOf(gpuNodes)))
+		}).Should(Succeed())
+		for _, name := range []string{"low-0", "low-1"} {
+			Expect(testutil.SetPodPhase(ctx, suite.Client, getPod(Default, name), corev1.PodRunning)).To(Succeed())
+		}
+
+		By("a high-priority gang arrives: the whole low gang is deleted")
+		gang("high", high.Name)
+		Eventually(func(g Gomega) {
+			for _, name := range []string{"low-0", "low-1"} {
+				g.Expect(getPod(g, name).DeletionTimestamp).NotTo(BeNil(), name)
+				evs := events(g, "Pod", name, "Preempted")
+				g.Expect(evs).NotTo(BeEmpty(), name)
+				g.Expect(evs[0].Type).To(Equal(corev1.EventTypeWarning))
+				g.Expect(evs[0].Note).To(Equal("Preempted by gang " + ns + "/high"))
+			}
+			evs := events(g, "PodGroup", "low", "Preempted")
+			g.Expect(evs).NotTo(BeEmpty())
+			g.Expect(evs[0].Note).To(Equal("Preempted by gang " + ns + "/high: 2 of its pods deleted"))
+		}).Should(Succeed())
+
+		// No kubelet: the deleted pods wait for their grace period, holding
+		// their GPUs. The preemptor must not bind onto them meanwhile, and
+		// the same gang is not preempted again (events of one object are
+		// merged into a series, so the metric counts that, not the events).
+		waitCycles(3)
+		got := placement(Default)
+		Expect(got).To(And(HaveKeyWithValue("high-0", ""), HaveKeyWithValue("high-1", "")), "bound while the victims still hold the GPUs")
+		Expect(counter("troupe_scheduler_preemptions_total", nil)).To(Equal(preemptionsBefore+1), "one victim gang, preempted once")
+
+		By("the kubelet's part: the victims terminate; the high gang binds whole")
+		for _, name := range []string{"low-0", "low-1"} {
+			Expect(suite.Client.Delete(ctx, getPod(Default, name), client.GracePeriodSeconds(0))).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			got := placement(g)
+			g.Expect(got).NotTo(HaveKey("low-0"))
+			g.Expect(got).NotTo(HaveKey("low-1"))
+			g.Expect(got).To(HaveKeyWithValue("high-0", BeElementOf(gpuNodes)))
+			g.Expect(got).To(HaveKeyWithValue("high-1", BeElementOf(gpuNodes)))
+			g.Expect(got["high-0"]).NotTo(Equal(got["high-1"]), "4 GPUs per node hold one pod of 4")
+			g.Expect(getPodGroup(g, "high").Status.Phase).To(Equal(schedulingv1alpha1.PodGroupRunning))
+		}).Should(Succeed())
+	})
+
 	It("leaves other schedulers' pods alone but counts them, terminating ones too, against their nodes", func() {
 		node := nodeName("a")
 		nodes(testutil.MakeNode(node).Capacity("4", "16Gi").Obj())

@@ -1,6 +1,6 @@
 // Package binder commits a cycle's decisions: it binds each pod to its node
 // through the pods/binding subresource, as kube-scheduler does, many at
-// once.
+// once, and deletes the pods that preemption evicted (evict.go).
 package binder
 
 import (

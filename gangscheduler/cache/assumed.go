@@ -5,11 +5,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
 // assumedPods remembers pods this scheduler has bound (or is binding) that
-// the informer may not show bound yet.
+// the informer may not show bound yet, and pods it has deleted that the
+// informer may not show terminating yet (assumeDeleted; the same reasoning
+// applies).
 //
 // Without it, a cycle that runs before the watch delivers the bound pod
 // would see it pending again: it would place it a second time (the API
@@ -29,6 +32,11 @@ type assumedPods struct {
 type assumption struct {
 	node  string
 	since time.Time
+	// deleting: the scheduler deleted the pod (preemption). Until the
+	// informer shows its deletionTimestamp (or the pod gone, or ttl
+	// passes), it reads as terminating on node, so the next cycle does
+	// not see the victim running and evict it again.
+	deleting bool
 }
 
 func newAssumedPods(ttl time.Duration) *assumedPods {
@@ -39,6 +47,12 @@ func (a *assumedPods) assume(uid types.UID, node string, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.pods[uid] = assumption{node: node, since: now}
+}
+
+func (a *assumedPods) assumeDeleted(uid types.UID, node string, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pods[uid] = assumption{node: node, since: now, deleting: true}
 }
 
 func (a *assumedPods) forget(uid types.UID) {
@@ -54,8 +68,8 @@ func (a *assumedPods) len() int {
 }
 
 // apply returns pods with every live assumption applied: a pending pod that
-// is assumed comes back as a copy bound to the assumed node (the informer's
-// object is never changed). Assumptions that are settled (the pod shows a
+// is assumed comes back as a copy bound to the assumed node, a deleted one
+// as a terminating copy (the informer's object is never changed). Assumptions that are settled (the pod shows a
 // node, is gone, or expired) are dropped.
 func (a *assumedPods) apply(pods []*corev1.Pod, now time.Time) []*corev1.Pod {
 	a.mu.Lock()
@@ -72,6 +86,20 @@ func (a *assumedPods) apply(pods []*corev1.Pod, now time.Time) []*corev1.Pod {
 			continue
 		}
 		seen[pod.UID] = true
+		if as.deleting {
+			if pod.DeletionTimestamp != nil || now.Sub(as.since) > a.ttl {
+				delete(a.pods, pod.UID)
+				continue
+			}
+			deleting := *pod
+			ts := metav1.NewTime(as.since)
+			deleting.DeletionTimestamp = &ts
+			if deleting.Spec.NodeName == "" { // its bind is assumed too
+				deleting.Spec.NodeName = as.node
+			}
+			out[i] = &deleting
+			continue
+		}
 		if pod.Spec.NodeName != "" || now.Sub(as.since) > a.ttl {
 			delete(a.pods, pod.UID)
 			continue

@@ -85,3 +85,54 @@ func TestForget(t *testing.T) {
 		t.Errorf("a forgotten pod still reads as bound to %q", out[0].Spec.NodeName)
 	}
 }
+
+// A deleted pod reads as terminating on its node until the informer shows
+// it terminating, or gone, or the assumption expires; the informer's object
+// is never changed.
+func TestAssumedDeleted(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	running := st.MakePod("ns", "a").Node("n1").Phase(corev1.PodRunning).Obj()
+	cases := []struct {
+		name         string
+		pods         []*corev1.Pod
+		at           time.Duration
+		wantDeleting bool
+		wantLeft     int
+	}{
+		{name: "the informer still shows it running", pods: []*corev1.Pod{running}, wantDeleting: true, wantLeft: 1},
+		{name: "the informer shows it terminating", pods: []*corev1.Pod{st.MakePod("ns", "a").Node("n1").Terminating().Obj()}, wantDeleting: true},
+		{name: "gone", pods: []*corev1.Pod{}},
+		{name: "expired", pods: []*corev1.Pod{running}, at: time.Minute + time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAssumedPods(time.Minute)
+			a.assumeDeleted("ns/a", "n1", t0)
+			out := a.apply(tc.pods, t0.Add(tc.at))
+			if len(out) > 0 {
+				if got := out[0].DeletionTimestamp != nil; got != tc.wantDeleting {
+					t.Errorf("terminating = %v, want %v", got, tc.wantDeleting)
+				}
+				if out[0].Spec.NodeName != "n1" {
+					t.Errorf("on %q, want n1", out[0].Spec.NodeName)
+				}
+			}
+			if running.DeletionTimestamp != nil {
+				t.Fatal("apply changed the informer's pod instead of a copy")
+			}
+			if got := a.len(); got != tc.wantLeft {
+				t.Errorf("%d assumptions left, want %d", got, tc.wantLeft)
+			}
+		})
+	}
+
+	// A pod whose bind is assumed too (the informer shows it pending) is
+	// terminating on the node it was assumed bound to.
+	a := newAssumedPods(time.Minute)
+	a.assume("ns/a", "n1", t0)
+	a.assumeDeleted("ns/a", "n1", t0)
+	out := a.apply([]*corev1.Pod{st.MakePod("ns", "a").Obj()}, t0)
+	if out[0].Spec.NodeName != "n1" || out[0].DeletionTimestamp == nil {
+		t.Errorf("on %q, terminating %v; want terminating on n1", out[0].Spec.NodeName, out[0].DeletionTimestamp != nil)
+	}
+}

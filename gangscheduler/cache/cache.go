@@ -131,6 +131,13 @@ func (c *Cache) Snapshot(ctx context.Context) (*State, error) {
 // shows it bound, snapshots show it there.
 func (c *Cache) Assume(pod types.UID, node string) { c.assumed.assume(pod, node, c.now()) }
 
+// AssumeDeleted records that pod, on node, is being deleted: until the
+// informer shows it terminating or gone, snapshots show it terminating
+// there (it still holds the node; it no longer counts for its gang).
+func (c *Cache) AssumeDeleted(pod types.UID, node string) {
+	c.assumed.assumeDeleted(pod, node, c.now())
+}
+
 // Forget drops an assumption, after a failed bind: the next snapshot shows
 // the pod pending again, and the next cycle places it anew.
 func (c *Cache) Forget(pod types.UID) { c.assumed.forget(pod) }

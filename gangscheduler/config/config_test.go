@@ -46,6 +46,12 @@ plugins:
 			wantPlugins: []string{"nodeorder", "predicates"},
 		},
 		{
+			name:        "preempt is known, though not a default",
+			yaml:        "actions: [enqueue, preempt, allocate, backfill]\n",
+			wantActions: []string{"enqueue", "preempt", "allocate", "backfill"},
+			wantPlugins: []string{"priority", "gang", "predicates", "nodeorder", "proportion", "drf"},
+		},
+		{
 			name:    "misspelt action names the index and the known ones",
 			yaml:    "actions: [allocate, alocate]\n",
 			wantErr: []string{`actions[1]: unknown action "alocate"; known: allocate`},

@@ -20,6 +20,9 @@ var Actions = map[string]func() framework.Action{
 	"enqueue":  func() framework.Action { return actions.NewEnqueue() },
 	"allocate": func() framework.Action { return actions.NewAllocate() },
 	"backfill": func() framework.Action { return actions.NewBackfill() },
+	// preempt is opt-in: it deletes running pods, which no cluster should
+	// get without asking for it. Put it after enqueue and before allocate.
+	"preempt": func() framework.Action { return actions.NewPreempt() },
 }
 
 // Plugins are the plugins a configuration may name, by name. A plugin whose

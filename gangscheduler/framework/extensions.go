@@ -19,8 +19,10 @@ type extensions struct {
 // EventHandler is told about every tentative placement (a Statement's
 // Allocate) and every undoing of one (Discard), so that a plugin can keep
 // per-queue or per-job accounting that follows the session. Committing
-// changes nothing: the task stays where it was allocated. Either func may
-// be nil.
+// changes nothing: the task stays where it was allocated. A tentative
+// eviction (Statement.Evict) is a deallocation, and putting the task back
+// (Discard, or Commit: an evicted pod holds its node until it is gone) an
+// allocation. Either func may be nil.
 type EventHandler struct {
 	AllocateFunc   func(task *api.TaskInfo)
 	DeallocateFunc func(task *api.TaskInfo)

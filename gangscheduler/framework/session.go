@@ -30,6 +30,7 @@ type Session struct {
 	cache predicateCache
 
 	bindings      []Decision
+	evictions     []Eviction
 	unschedulable map[api.JobID]Unschedulable
 	admitted      map[api.JobID]bool
 

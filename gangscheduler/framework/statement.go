@@ -17,8 +17,10 @@ import (
 // the same session see the node as fuller. A statement is used once: after
 // Commit or Discard it accepts nothing more.
 type Statement struct {
-	ssn    *Session
-	ops    []Decision
+	ssn *Session
+	ops []Decision
+	// evicts are tentative evictions (evict.go).
+	evicts []evictOp
 	closed bool
 }
 
@@ -49,7 +51,8 @@ func (s *Statement) Allocate(task *api.TaskInfo, node *api.NodeInfo) error {
 	return nil
 }
 
-// Discard undoes every placement of the statement, newest first.
+// Discard undoes every placement of the statement, newest first, then
+// every eviction.
 func (s *Statement) Discard() {
 	if s.closed {
 		return
@@ -66,16 +69,19 @@ func (s *Statement) Discard() {
 		s.ssn.fireDeallocate(op.Task)
 	}
 	s.ops = nil
+	s.restoreEvictions(false)
 }
 
 // Commit keeps the placements and returns them as decisions to bind, in the
-// order they were made. The session also keeps them (Session.Bindings).
+// order they were made. The session also keeps them (Session.Bindings), and
+// the evictions (Session.Evictions; see Evict).
 func (s *Statement) Commit() []Decision {
 	if s.closed {
 		return nil
 	}
 	s.closed = true
 	s.ssn.bindings = append(s.ssn.bindings, s.ops...)
+	s.restoreEvictions(true)
 	return slices.Clone(s.ops)
 }
 

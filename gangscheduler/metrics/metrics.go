@@ -61,6 +61,12 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "predicate_evaluations_total",
 		Help: "Static predicate evaluations (at most one per equivalence class and node per cycle).",
 	})
+	// Preemptions counts victim gangs: gangs whose pods the scheduler
+	// deleted to make room for a starving gang of higher priority.
+	Preemptions = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "preemptions_total",
+		Help: "Gangs preempted: their pods deleted to make room for a gang of higher priority.",
+	})
 	// StatusWrites counts PodGroup and Queue status writes by result.
 	StatusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "status_writes_total",
@@ -69,5 +75,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(CycleDuration, Cycles, BindDuration, Binds, Gangs, PredicateEvaluations, StatusWrites)
+	ctrlmetrics.Registry.MustRegister(CycleDuration, Cycles, BindDuration, Binds, Gangs, PredicateEvaluations, Preemptions, StatusWrites)
 }

@@ -111,17 +111,19 @@ func (s *Scheduler) RunOnce(ctx context.Context) error {
 	metrics.PredicateEvaluations.Add(float64(d.stats.PredicateEvaluations))
 
 	bindErr := s.bind(ctx, d.bindings)
+	evictErr := s.evict(ctx, state, d.evictions)
 	writeErr := s.writeStatus(ctx, state, d, time.Now())
-	if len(d.bindings) > 0 {
-		s.opts.Log.V(1).Info("Cycle committed", "binds", len(d.bindings), "duration", time.Since(start))
+	if len(d.bindings)+len(d.evictions) > 0 {
+		s.opts.Log.V(1).Info("Cycle committed", "binds", len(d.bindings), "evictions", len(d.evictions), "duration", time.Since(start))
 	}
-	return errors.Join(bindErr, writeErr)
+	return errors.Join(bindErr, evictErr, writeErr)
 }
 
 // decision is what a session decided, taken out of it before the commit.
 type decision struct {
-	bindings []framework.Decision
-	findings map[api.JobID]framework.Unschedulable
+	bindings  []framework.Decision
+	evictions []framework.Eviction
+	findings  map[api.JobID]framework.Unschedulable
 	// diagnoses explain, per role, the resource findings.
 	diagnoses map[api.JobID]string
 	admitted  map[api.JobID]bool
@@ -135,6 +137,7 @@ func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Act
 	ssn.Run(acts...)
 	d := decision{
 		bindings:  ssn.Bindings(),
+		evictions: ssn.Evictions(),
 		findings:  ssn.Unschedulable(),
 		diagnoses: map[api.JobID]string{},
 		admitted:  map[api.JobID]bool{},
@@ -176,6 +179,38 @@ func (s *Scheduler) bind(ctx context.Context, decisions []framework.Decision) er
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d binds failed, retried next cycle; first: %w", len(failed), len(decisions), failed[0])
+	}
+	return nil
+}
+
+// evict deletes the evicted pods, after the binds: a preemptor never binds
+// in the cycle that evicts for it (see actions.Preempt), so the order only
+// matters in that a bind should not wait behind deletions. A failed delete
+// is retried by the next cycle, which sees the victim still running and
+// decides again.
+func (s *Scheduler) evict(ctx context.Context, state *cache.State, evictions []framework.Eviction) error {
+	if len(evictions) == 0 {
+		return nil
+	}
+	// As with binds: the next cycle must not see a victim running again
+	// before the informer shows its deletion, or it would evict it twice.
+	for _, e := range evictions {
+		s.cache.AssumeDeleted(types.UID(e.Task.UID), e.Node)
+	}
+	errs := s.binder.Evict(ctx, evictions, state.PodGroups)
+	var failed []error
+	victims := map[api.JobID]bool{}
+	for i, e := range evictions {
+		if errs[i] != nil {
+			s.cache.Forget(types.UID(e.Task.UID))
+			failed = append(failed, errs[i])
+			continue
+		}
+		victims[e.Task.Job] = true
+	}
+	metrics.Preemptions.Add(float64(len(victims)))
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d evictions failed, retried next cycle; first: %w", len(failed), len(evictions), failed[0])
 	}
 	return nil
 }

@@ -39,8 +39,9 @@
 //
 // Capability: a dimension it leaves at zero is not limited (the queue model
 // cannot tell "not listed" from "zero"). Weights below 1 count as 1.
-// Deserved shares are computed once per session; preemption and reclaim,
-// which would take back what an overused queue holds, are not implemented.
+// Deserved shares are computed once per session; reclaim, which would take
+// back what an overused queue holds, is not implemented (the preempt action
+// works within one queue).
 package proportion
 
 import (

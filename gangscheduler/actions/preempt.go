@@ -1,0 +1,268 @@
+package actions
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+	"github.com/troupe-ml/troupe/gangscheduler/framework"
+)
+
+// Preempt evicts whole gangs of lower priority so that a starving gang of
+// higher priority can be placed. It only decides evictions
+// (framework.Session.Evictions); it places nothing. The scheduler deletes
+// the evicted pods, and once they are gone a later cycle admits and
+// allocates the preemptor as it would any gang. Volcano's pipelining (binding
+// the preemptor onto the room while the victims terminate) is not done:
+// the preemptor waits for the room to be really free, so the kubelet never
+// sees it over-committed.
+//
+// A preemptor is a job that is not ready (framework.Session.JobReady), has
+// pending pods, is valid, and is in an existing, open queue. That includes
+// a job enqueue did not admit: enqueue admits only gangs that fit now, so a
+// gang that needs preemption is never admitted first. Its trial placement
+// must stay within its queue's share and capability with the victims gone
+// (framework.Session.Allocatable), so preemption does not free room for a
+// gang its queue could not hold; enqueue admits it once the room is really
+// free. The admission budget (framework.Session.JobEnqueueable) is not
+// asked: it counts an admitted gang's need until the gang is placed, and
+// the trial placements held below would count a second time. So a gang of
+// the queue admitted earlier, with a lower priority, can still take the
+// freed room first. Preemptors go in the session's job order (PodGroup
+// priority first).
+//
+// For each, victims are only the jobs of the same queue (queues are not
+// preempted across; reclaiming an overused queue's share is another
+// action's job) with a strictly lower PodGroup priority that hold nodes
+// (some task Bound or Running) and got nothing placed in this session. They
+// are taken lowest priority first, then youngest first, then by
+// namespace/name, so the choice is deterministic. A victim is always a whole
+// gang: every Bound and Running task of it is evicted, or none.
+//
+// The trial: in a statement, victims are evicted one gang at a time, and
+// after each the preemptor's minimal gang (framework.Session.MinimalGang) is
+// placed node by node as allocate would, each task within its queue's share
+// (framework.Session.Allocatable); it fits when every task finds a node and
+// the job is then ready. The first prefix of victims with which it fits is
+// then pruned: from the most important victim down, a victim the gang still
+// fits without is spared. If it fits, the evictions are kept and the trial
+// placement is held until the action ends (so that later preemptors cannot
+// count the same room); then the placements are discarded and the
+// evictions committed. If it does not fit, nothing of the trial remains.
+//
+// Pods already being deleted (Releasing) are counted as gone for the
+// trials: a preemptor that fits once they leave evicts nothing more and
+// holds its room. So a cycle that runs while earlier victims terminate
+// does not preempt again for the same gang. (A pod stuck terminating, say
+// behind a finalizer, keeps its room counted as coming, as kube-scheduler
+// does for its nominated nodes.)
+type Preempt struct{}
+
+// NewPreempt returns the preempt action.
+func NewPreempt() *Preempt { return &Preempt{} }
+
+// Name is "preempt".
+func (*Preempt) Name() string { return "preempt" }
+
+// Execute runs preempt on the session.
+func (p *Preempt) Execute(ssn *framework.Session) {
+	pass := preemptPass{ssn: ssn, future: ssn.Statement()}
+	// The future view: what terminating pods hold is free for the trials.
+	var releasing []*api.TaskInfo
+	for _, n := range ssn.NodeList {
+		for _, t := range n.Tasks {
+			if t.Status == api.Releasing {
+				releasing = append(releasing, t)
+			}
+		}
+	}
+	for _, t := range releasing {
+		// Cannot fail: the task is Releasing on a node of the session.
+		_ = pass.future.Evict(t, "")
+	}
+
+	var starving []*api.JobInfo
+	for _, job := range ssn.Jobs {
+		if !job.HasPendingTasks() || ssn.JobReady(job) {
+			continue
+		}
+		if q, ok := ssn.Queues[job.Queue]; !ok || !q.IsOpen() {
+			continue
+		}
+		if ssn.JobValid(job) != nil {
+			continue
+		}
+		starving = append(starving, job)
+	}
+	slices.SortFunc(starving, ssn.JobCompare)
+	for _, job := range starving {
+		pass.preemptFor(job)
+	}
+	pass.finish()
+}
+
+// preemptPass is one run of preempt.
+type preemptPass struct {
+	ssn *framework.Session
+	// future holds the tentative evictions of pods already terminating.
+	future *framework.Statement
+	// held are the preemptors' trial placements, discarded at the end;
+	// evictions are the victims' statements, committed at the end.
+	held, evictions []*framework.Statement
+}
+
+func (p *preemptPass) preemptFor(job *api.JobInfo) {
+	ssn := p.ssn
+	tasks, ok := ssn.MinimalGang(job)
+	if !ok || len(tasks) == 0 {
+		return
+	}
+	if pl, ok := p.place(job, tasks); ok {
+		p.held = append(p.held, pl) // it fits already (or once terminating pods leave)
+		return
+	}
+	victims := p.victims(job)
+	reason := fmt.Sprintf("Preempted by gang %s", job.UID)
+
+	// Greedy: one more victim until the gang fits.
+	ev := ssn.Statement()
+	n, fits := 0, false
+	for n < len(victims) && !fits {
+		evictGang(ev, victims[n], reason)
+		n++
+		if pl, ok := p.place(job, tasks); ok {
+			pl.Discard()
+			fits = true
+		}
+	}
+	ev.Discard()
+	if !fits {
+		return
+	}
+	// Reprieve: an early, cheap victim may have freed room the gang cannot
+	// use (another node pool, say). Spare every victim it fits without,
+	// the most important first.
+	chosen := victims[:n]
+	for i := len(chosen) - 2; i >= 0; i-- {
+		without := slices.Delete(slices.Clone(chosen), i, i+1)
+		if ev, pl, ok := p.trial(job, tasks, without, reason); ok {
+			pl.Discard()
+			ev.Discard()
+			chosen = without
+		}
+	}
+	ev, pl, ok := p.trial(job, tasks, chosen, reason)
+	if !ok {
+		return // cannot happen: the same trial fitted above
+	}
+	p.held = append(p.held, pl)
+	p.evictions = append(p.evictions, ev)
+}
+
+// trial evicts victims and places the gang; on failure it leaves no trace.
+func (p *preemptPass) trial(job *api.JobInfo, tasks []*api.TaskInfo, victims []*api.JobInfo, reason string) (ev, pl *framework.Statement, ok bool) {
+	ev = p.ssn.Statement()
+	for _, v := range victims {
+		evictGang(ev, v, reason)
+	}
+	if pl, ok = p.place(job, tasks); !ok {
+		ev.Discard()
+		return nil, nil, false
+	}
+	return ev, pl, true
+}
+
+// place puts the minimal gang on the nodes as allocate would, in a
+// statement it returns open if the job is then ready, else discards.
+func (p *preemptPass) place(job *api.JobInfo, tasks []*api.TaskInfo) (*framework.Statement, bool) {
+	ssn := p.ssn
+	queue := ssn.Queues[job.Queue]
+	stmt := ssn.Statement()
+	for _, task := range tasks {
+		if !ssn.Allocatable(queue, task) {
+			stmt.Discard()
+			return nil, false
+		}
+		node := bestNode(ssn, ssn.ClassOf(task), task)
+		if node == nil || stmt.Allocate(task, node) != nil {
+			stmt.Discard()
+			return nil, false
+		}
+	}
+	if !ssn.JobReady(job) {
+		stmt.Discard()
+		return nil, false
+	}
+	return stmt, true
+}
+
+// victims lists the gangs job may preempt, in the order they are taken.
+func (p *preemptPass) victims(job *api.JobInfo) []*api.JobInfo {
+	var out []*api.JobInfo
+	for _, v := range p.ssn.Jobs {
+		if v.Queue != job.Queue || v.Priority >= job.Priority || !p.holdsNodes(v) {
+			continue
+		}
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(l, r *api.JobInfo) int {
+		if c := cmp.Compare(l.Priority, r.Priority); c != 0 {
+			return c
+		}
+		if c := r.CreationTimestamp.Compare(l.CreationTimestamp); c != 0 {
+			return c
+		}
+		return cmp.Compare(l.UID, r.UID)
+	})
+	return out
+}
+
+// holdsNodes: some task is Bound or Running, each such task is on a node of
+// the session (else its eviction could not be tried, and a gang is evicted
+// whole or not at all), and none was placed in this session (undoing a
+// placement is not an eviction).
+func (p *preemptPass) holdsNodes(job *api.JobInfo) bool {
+	holds := false
+	for _, t := range job.Tasks {
+		switch t.Status {
+		case api.Allocated:
+			return false
+		case api.Bound, api.Running:
+			if n, ok := p.ssn.Nodes[t.NodeName]; !ok || n.Tasks[t.UID] != t {
+				return false
+			}
+			holds = true
+		}
+	}
+	return holds
+}
+
+// evictGang evicts every Bound and Running task of job, in task order so
+// that the evictions come out in a deterministic order.
+func evictGang(stmt *framework.Statement, job *api.JobInfo, reason string) {
+	var tasks []*api.TaskInfo
+	for _, t := range job.Tasks {
+		if t.Status == api.Bound || t.Status == api.Running {
+			tasks = append(tasks, t)
+		}
+	}
+	slices.SortFunc(tasks, func(l, r *api.TaskInfo) int { return cmp.Compare(l.UID, r.UID) })
+	for _, t := range tasks {
+		// Cannot fail: holdsNodes checked that every one is on its node.
+		_ = stmt.Evict(t, reason)
+	}
+}
+
+// finish gives back every trial placement, then commits the evictions and
+// puts the terminating pods back: the session leaves preempt holding
+// exactly what it held before, the victims now Releasing.
+func (p *preemptPass) finish() {
+	for i := len(p.held) - 1; i >= 0; i-- {
+		p.held[i].Discard()
+	}
+	for _, ev := range p.evictions {
+		ev.Commit()
+	}
+	p.future.Discard()
+}

@@ -1,0 +1,195 @@
+package actions_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
+	"github.com/troupe-ml/troupe/gangscheduler/framework"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins"
+)
+
+// randomPreemptCluster is randomPipelineCluster with the room partly taken
+// by whole running gangs of random priority (0 to 2, as the pending ones),
+// some of whose pods are already terminating, so that pending gangs often
+// need preemption. It draws from its own random stream.
+func randomPreemptCluster(seed uint64, maxNodes, maxJobs int) cluster {
+	c := randomPipelineCluster(seed, maxNodes, maxJobs)
+	r := rand.New(rand.NewPCG(seed^0x6a09e667f3bcc908, seed+2))
+	pick := r.IntN
+	free := map[string]*api.Resource{}
+	for _, n := range c.nodes {
+		a := api.NewResource(n.Status.Allocatable)
+		free[n.Name] = &a
+	}
+	for _, p := range c.pods {
+		if occupies(p) && free[p.Spec.NodeName] != nil {
+			req := api.PodRequests(p)
+			free[p.Spec.NodeName].Sub(&req)
+		}
+	}
+	for k := range 1 + pick(4) {
+		name := fmt.Sprintf("running-%d", k)
+		var pods []*corev1.Pod
+		taken := map[string]*api.Resource{}
+		for i := range 1 + pick(4) {
+			pw := st.MakePod("ns", fmt.Sprintf("%s-%d", name, i)).Job(name).Role("worker").
+				Req(fmt.Sprintf("%dm", 100*(1+pick(40))), "1Gi").Phase(corev1.PodRunning)
+			if g := pick(3); g > 0 {
+				pw.GPU(int64(g))
+			}
+			req := api.PodRequests(pw.Obj())
+			for _, n := range c.nodes { // first fit, so the gang is placed whole or not at all
+				room := free[n.Name].Clone()
+				if t := taken[n.Name]; t != nil {
+					room.Sub(t)
+				}
+				if req.LessEqual(&room) {
+					if taken[n.Name] == nil {
+						taken[n.Name] = &api.Resource{}
+					}
+					taken[n.Name].Add(&req)
+					pw.Node(n.Name)
+					break
+				}
+			}
+			if pw.Spec.NodeName == "" {
+				pods = nil
+				break
+			}
+			if pick(8) == 0 {
+				pw.Terminating()
+			}
+			pods = append(pods, pw.Obj())
+		}
+		if len(pods) == 0 {
+			continue
+		}
+		for n, t := range taken {
+			free[n].Sub(t)
+		}
+		c.pods = append(c.pods, pods...)
+		queue := []api.QueueID{api.DefaultQueue, api.DefaultQueue, "research"}[pick(3)]
+		c.jobs = append(c.jobs, withPhase(st.MakeJob("ns", name).MinMember(int32(len(pods))).Priority(int32(pick(3))).Queue(queue).Obj(), api.JobRunning))
+	}
+	return c
+}
+
+// checkPreemptPipeline runs enqueue, preempt, allocate, backfill with the
+// queue-share plugins and checks, from the input objects and the session's
+// output:
+//   - checkInvariants, with the evicted pods still counted on their nodes
+//     (they hold them until they are gone): no node over-committed, no gang
+//     partially committed;
+//   - every evicted pod was running or bound, not terminating, and of a
+//     gang; each victim gang loses every such pod (never part of a gang);
+//   - every victim has a strictly lower PodGroup priority than the gang that
+//     preempted it (named by the eviction's reason), in the same queue;
+//   - no trial residue, and the same input gives the same evictions.
+//
+// It returns the number of victim gangs.
+func checkPreemptPipeline(t *testing.T, c cluster, seed uint64) int {
+	t.Helper()
+	ssn := run(t, c, plugins.WithQueueShare(), preemptPipeline()...)
+	checkInvariants(t, c, ssn.Bindings())
+	checkNoResidue(t, c, ssn, seed)
+
+	jobs := map[api.JobID]*api.JobInfo{}
+	for _, j := range c.jobs {
+		jobs[j.UID] = j
+	}
+	pods := map[string]*corev1.Pod{}
+	for _, p := range c.pods {
+		pods[p.Namespace+"/"+p.Name] = p
+	}
+	evictedOf := map[api.JobID]map[string]bool{}
+	for _, e := range ssn.Evictions() {
+		key := e.Task.Key()
+		p, ok := pods[key]
+		if !ok || !occupies(p) || p.DeletionTimestamp != nil {
+			t.Errorf("seed %d: evicted %s, which was not running or bound (or is unknown, or already terminating)", seed, key)
+			continue
+		}
+		id, ok := st.JobOf(p)
+		victim := jobs[id]
+		if !ok || victim == nil {
+			t.Errorf("seed %d: evicted %s of no gang", seed, key)
+			continue
+		}
+		if evictedOf[id] == nil {
+			evictedOf[id] = map[string]bool{}
+		}
+		if evictedOf[id][key] {
+			t.Errorf("seed %d: %s evicted twice", seed, key)
+		}
+		evictedOf[id][key] = true
+		preemptor := jobs[api.JobID(strings.TrimPrefix(e.Reason, "Preempted by gang "))]
+		switch {
+		case preemptor == nil:
+			t.Errorf("seed %d: eviction of %s names no known preemptor: %q", seed, key, e.Reason)
+		case preemptor.Priority <= victim.Priority:
+			t.Errorf("seed %d: %s (priority %d) preempted %s of priority %d", seed, preemptor.UID, preemptor.Priority, id, victim.Priority)
+		case preemptor.Queue != victim.Queue:
+			t.Errorf("seed %d: %s of queue %s preempted %s of queue %s", seed, preemptor.UID, preemptor.Queue, id, victim.Queue)
+		}
+	}
+	for id, got := range evictedOf {
+		for _, p := range c.pods {
+			key := p.Namespace + "/" + p.Name
+			if j, ok := st.JobOf(p); ok && j == id && occupies(p) && p.DeletionTimestamp == nil && !got[key] {
+				t.Errorf("seed %d: gang %s partially evicted: %s left running", seed, id, key)
+			}
+		}
+	}
+
+	keys := func(es []framework.Eviction) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Task.Key()+"@"+e.Node)
+		}
+		return out
+	}
+	if again := run(t, c, plugins.WithQueueShare(), preemptPipeline()...).Evictions(); !slices.Equal(keys(ssn.Evictions()), keys(again)) {
+		t.Errorf("seed %d: a second run evicted differently", seed)
+	}
+	return len(evictedOf)
+}
+
+// TestPreemptRandomized checks preemption's invariants over the pipeline
+// test's random clusters, and that the generator makes preemption happen,
+// so that an action that never evicts could not pass.
+func TestPreemptRandomized(t *testing.T) {
+	var victims, clustersWithVictims int
+	for seed := range uint64(300) {
+		var n int
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { n = checkPreemptPipeline(t, randomPreemptCluster(seed, 12, 10), seed) })
+		victims += n
+		if n > 0 {
+			clustersWithVictims++
+		}
+	}
+	t.Logf("over 300 clusters: %d victim gangs in %d clusters", victims, clustersWithVictims)
+	if clustersWithVictims < 25 {
+		t.Errorf("generator too one-sided: victims in only %d clusters", clustersWithVictims)
+	}
+}
+
+// FuzzPreemptPipeline: go test -fuzz=FuzzPreemptPipeline ./gangscheduler/actions/
+// The seed corpus runs with every go test.
+func FuzzPreemptPipeline(f *testing.F) {
+	for _, s := range []struct {
+		seed        uint64
+		nodes, jobs uint8
+	}{{1, 1, 2}, {2, 3, 5}, {3, 8, 8}, {4, 16, 16}, {5, 2, 12}, {6, 12, 3}, {7, 20, 20}} {
+		f.Add(s.seed, s.nodes, s.jobs)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64, nodes, jobs uint8) {
+		checkPreemptPipeline(t, randomPreemptCluster(seed, int(nodes%24), int(jobs%24)), seed)
+	})
+}

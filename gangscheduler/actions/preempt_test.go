@@ -1,0 +1,277 @@
+package actions_test
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/troupe-ml/troupe/gangscheduler/actions"
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
+	"github.com/troupe-ml/troupe/gangscheduler/framework"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins"
+)
+
+// preemptPipeline is the pipeline with preempt where the sample
+// configuration documents it.
+func preemptPipeline() []framework.Action {
+	return []framework.Action{actions.NewEnqueue(), actions.NewPreempt(), actions.NewAllocate(), actions.NewBackfill()}
+}
+
+// runningGang returns a running gang's pods, one per node, each taking gpus
+// GPUs.
+func runningGang(name string, gpus int64, nodes ...string) []*corev1.Pod {
+	var pods []*corev1.Pod
+	for i, n := range nodes {
+		pods = append(pods, st.MakePod("ns", fmt.Sprintf("%s-%d", name, i)).Job(name).Role("worker").
+			Req("1", "1Gi").GPU(gpus).Node(n).Phase(corev1.PodRunning).Obj())
+	}
+	return pods
+}
+
+// evicted maps job -> sorted names of its evicted pods.
+func evicted(ssn *framework.Session) map[api.JobID][]string {
+	m := map[api.JobID][]string{}
+	for _, e := range ssn.Evictions() {
+		m[e.Task.Job] = append(m[e.Task.Job], e.Task.Name)
+	}
+	for _, names := range m {
+		slices.Sort(names)
+	}
+	return m
+}
+
+func TestPreempt(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	gpuNodes := func(n int) []*corev1.Node {
+		var out []*corev1.Node
+		for i := range n {
+			out = append(out, st.MakeNode(fmt.Sprintf("gpu-%d", i)).Capacity("16", "64Gi", 4).Obj())
+		}
+		return out
+	}
+	job := func(name string, prio int32, age int, phase api.JobPhase, min int32) *api.JobInfo {
+		return withPhase(st.MakeJob("ns", name).Priority(prio).MinMember(min).Created(t0.Add(time.Duration(age)*time.Minute)).Obj(), phase)
+	}
+	tests := []struct {
+		name  string
+		nodes []*corev1.Node
+		pods  []*corev1.Pod
+		jobs  []*api.JobInfo
+		// want maps each victim to every pod name it must lose.
+		want map[api.JobID][]string
+		// noShare runs without the queue-share plugins, so that only the
+		// action's own rules stand between a job and its victims.
+		noShare bool
+		// preemptor is the job that must not bind before its victims are
+		// gone, then bind whole; "ns/high" if unset.
+		preemptor api.JobID
+		// capacity caps the default queue's GPUs, if set.
+		capacity int64
+	}{{
+		name:  "the whole low-priority gang goes, none of an equal-priority one",
+		nodes: gpuNodes(3),
+		pods: slices.Concat(
+			runningGang("low", 4, "gpu-0", "gpu-1"),
+			runningGang("peer", 4, "gpu-2"),
+			gpuGang("high", 1, 4),
+		),
+		jobs: []*api.JobInfo{job("low", 1, 0, api.JobRunning, 2), job("peer", 10, 0, api.JobRunning, 1), job("high", 10, 5, api.JobPending, 1)},
+		// One node would do, but a gang is never split.
+		want: map[api.JobID][]string{"ns/low": {"low-0", "low-1"}},
+	}, {
+		name:  "an admitted (Inqueue) preemptor",
+		nodes: gpuNodes(2),
+		pods:  slices.Concat(runningGang("low", 4, "gpu-0", "gpu-1"), gpuGang("high", 2, 4)),
+		jobs:  []*api.JobInfo{job("low", 0, 0, api.JobRunning, 2), job("high", 5, 5, api.JobInqueue, 2)},
+		want:  map[api.JobID][]string{"ns/low": {"low-0", "low-1"}},
+	}, {
+		name:  "two equal low gangs, one is enough: the youngest goes",
+		nodes: gpuNodes(2),
+		pods:  slices.Concat(runningGang("old", 4, "gpu-0"), runningGang("young", 4, "gpu-1"), gpuGang("high", 1, 4)),
+		jobs:  []*api.JobInfo{job("old", 1, 0, api.JobRunning, 1), job("young", 1, 1, api.JobRunning, 1), job("high", 10, 5, api.JobPending, 1)},
+		want:  map[api.JobID][]string{"ns/young": {"young-0"}},
+	}, {
+		name:  "two low gangs, one is enough: the lowest priority goes, even if older",
+		nodes: gpuNodes(2),
+		pods:  slices.Concat(runningGang("lowest", 4, "gpu-0"), runningGang("low", 4, "gpu-1"), gpuGang("high", 1, 4)),
+		jobs:  []*api.JobInfo{job("lowest", 1, 0, api.JobRunning, 1), job("low", 2, 1, api.JobRunning, 1), job("high", 10, 5, api.JobPending, 1)},
+		want:  map[api.JobID][]string{"ns/lowest": {"lowest-0"}},
+	}, {
+		name:  "it needs two victims: both go",
+		nodes: gpuNodes(2),
+		pods:  slices.Concat(runningGang("a", 4, "gpu-0"), runningGang("b", 4, "gpu-1"), gpuGang("high", 2, 4)),
+		jobs:  []*api.JobInfo{job("a", 1, 0, api.JobRunning, 1), job("b", 2, 1, api.JobRunning, 1), job("high", 10, 5, api.JobPending, 2)},
+		want:  map[api.JobID][]string{"ns/a": {"a-0"}, "ns/b": {"b-0"}},
+	}, {
+		name: "a cheap victim whose room the gang cannot use is spared",
+		nodes: []*corev1.Node{
+			st.MakeNode("cpu").Capacity("16", "64Gi", 0).Obj(),
+			st.MakeNode("gpu-0").Capacity("16", "64Gi", 4).Obj(),
+		},
+		pods: slices.Concat(
+			[]*corev1.Pod{st.MakePod("ns", "cpu-job-0").Job("cpu-job").Req("16", "1Gi").Node("cpu").Phase(corev1.PodRunning).Obj()},
+			runningGang("gpu-job", 4, "gpu-0"),
+			gpuGang("high", 1, 4),
+		),
+		jobs: []*api.JobInfo{job("cpu-job", 0, 9, api.JobRunning, 1), job("gpu-job", 1, 0, api.JobRunning, 1), job("high", 10, 5, api.JobPending, 1)},
+		want: map[api.JobID][]string{"ns/gpu-job": {"gpu-job-0"}},
+	}, {
+		name:  "it would not fit even with every eligible victim gone: nothing goes",
+		nodes: gpuNodes(2),
+		pods:  slices.Concat(runningGang("low", 4, "gpu-0"), runningGang("peer", 4, "gpu-1"), gpuGang("high", 2, 4)),
+		jobs:  []*api.JobInfo{job("low", 1, 0, api.JobRunning, 1), job("peer", 10, 0, api.JobRunning, 1), job("high", 10, 5, api.JobPending, 2)},
+		want:  map[api.JobID][]string{},
+	}, {
+		name:  "never a higher-priority victim",
+		nodes: gpuNodes(1),
+		pods:  slices.Concat(runningGang("higher", 4, "gpu-0"), gpuGang("high", 1, 4)),
+		jobs:  []*api.JobInfo{job("higher", 20, 0, api.JobRunning, 1), job("high", 10, 5, api.JobPending, 1)},
+		want:  map[api.JobID][]string{},
+	}, {
+		name:  "never across queues",
+		nodes: gpuNodes(1),
+		pods:  slices.Concat(runningGang("other", 4, "gpu-0"), gpuGang("high", 1, 4)),
+		jobs: []*api.JobInfo{
+			withPhase(st.MakeJob("ns", "other").Queue("research").Obj(), api.JobRunning),
+			job("high", 10, 5, api.JobPending, 1),
+		},
+		want:    map[api.JobID][]string{},
+		noShare: true,
+	}, {
+		name:  "victims already terminating make room: nothing more goes",
+		nodes: gpuNodes(2),
+		pods: slices.Concat(
+			[]*corev1.Pod{st.MakePod("ns", "gone-0").Job("gone").Req("1", "1Gi").GPU(4).Node("gpu-0").Phase(corev1.PodRunning).Terminating().Obj()},
+			runningGang("low", 4, "gpu-1"),
+			gpuGang("high", 1, 4),
+		),
+		jobs: []*api.JobInfo{job("gone", 0, 0, api.JobRunning, 1), job("low", 0, 0, api.JobRunning, 1), job("high", 10, 5, api.JobPending, 1)},
+		want: map[api.JobID][]string{},
+	}, {
+		name:  "a gang that fits already evicts nothing",
+		nodes: gpuNodes(2),
+		pods:  slices.Concat(runningGang("low", 4, "gpu-0"), gpuGang("high", 1, 4)),
+		jobs:  []*api.JobInfo{job("low", 0, 0, api.JobRunning, 1), job("high", 10, 5, api.JobPending, 1)},
+		want:  map[api.JobID][]string{},
+	}, {
+		name:  "two preemptors do not count the same room: the second one takes another victim",
+		nodes: gpuNodes(2),
+		pods: slices.Concat(runningGang("low-a", 4, "gpu-0"), runningGang("low-b", 4, "gpu-1"),
+			gpuGang("high", 1, 4), gpuGang("mid", 1, 4)),
+		jobs: []*api.JobInfo{
+			job("low-a", 0, 1, api.JobRunning, 1), job("low-b", 0, 0, api.JobRunning, 1),
+			job("high", 10, 5, api.JobPending, 1), job("mid", 5, 5, api.JobPending, 1),
+		},
+		want: map[api.JobID][]string{"ns/low-a": {"low-a-0"}, "ns/low-b": {"low-b-0"}},
+	}, {
+		name:  "a preemptor that fits already holds its room from the next one",
+		nodes: gpuNodes(2),
+		pods:  slices.Concat(runningGang("low", 4, "gpu-0"), gpuGang("high", 1, 4), gpuGang("mid", 1, 4)),
+		jobs: []*api.JobInfo{
+			job("low", 0, 0, api.JobRunning, 1), job("high", 10, 5, api.JobPending, 1), job("mid", 5, 5, api.JobPending, 1),
+		},
+		want:      map[api.JobID][]string{"ns/low": {"low-0"}},
+		preemptor: "ns/mid",
+	}, {
+		name:  "the room must fit the queue's capability too: a second victim goes",
+		nodes: gpuNodes(3),
+		pods:  slices.Concat(runningGang("low-a", 4, "gpu-0"), runningGang("low-b", 4, "gpu-1"), gpuGang("high", 2, 4)),
+		jobs: []*api.JobInfo{
+			job("low-a", 0, 1, api.JobRunning, 1), job("low-b", 0, 0, api.JobRunning, 1), job("high", 10, 5, api.JobPending, 2),
+		},
+		capacity: 8,
+		// gpu-2 and one victim's node would hold the gang; the queue's 8
+		// GPUs would not.
+		want: map[api.JobID][]string{"ns/low-a": {"low-a-0"}, "ns/low-b": {"low-b-0"}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			def := st.MakeQueue(api.DefaultQueue)
+			if tt.capacity > 0 {
+				def.Capability = api.Resource{Scalars: map[corev1.ResourceName]int64{st.GPU: tt.capacity}}
+			}
+			c := cluster{nodes: tt.nodes, pods: tt.pods, jobs: tt.jobs, queues: []*api.QueueInfo{def, st.MakeQueue("research")}}
+			preemptor := cmp.Or(tt.preemptor, "ns/high")
+			plugs := plugins.WithQueueShare()
+			if tt.noShare {
+				plugs = plugins.Default()
+			}
+			ssn := run(t, c, plugs, actions.NewEnqueue())
+			before := nodeState(ssn)
+			ssn.Run(actions.NewPreempt())
+			if got := evicted(ssn); !maps.EqualFunc(got, tt.want, slices.Equal) {
+				t.Errorf("evicted %v, want %v", got, tt.want)
+			}
+			if after := nodeState(ssn); !maps.Equal(before, after) {
+				t.Errorf("preempt changed the nodes' accounting:\nbefore %v\nafter  %v", before, after)
+			}
+			for _, e := range ssn.Evictions() {
+				if e.Task.Status != api.Releasing || e.Reason == "" {
+					t.Errorf("eviction of %s: status %v, reason %q", e.Task.Key(), e.Task.Status, e.Reason)
+				}
+			}
+			if len(ssn.Bindings()) != 0 {
+				t.Errorf("preempt placed pods: %v", placed(ssn))
+			}
+
+			// The whole pipeline: the preemptor does not bind while its
+			// victims hold the room; once they are gone it binds whole.
+			ssn = run(t, c, plugs, preemptPipeline()...)
+			if got := evicted(ssn); !maps.EqualFunc(got, tt.want, slices.Equal) {
+				t.Errorf("in the pipeline: evicted %v, want %v", got, tt.want)
+			}
+			checkInvariants(t, c, ssn.Bindings())
+			if len(tt.want) == 0 {
+				return
+			}
+			if got := placed(ssn); len(got[preemptor]) != 0 {
+				t.Errorf("the preemptor bound before its victims were gone: %v", got)
+			}
+			gone := map[string]bool{}
+			for _, e := range ssn.Evictions() {
+				gone[e.Task.Key()] = true
+			}
+			next := c
+			next.pods = slices.DeleteFunc(slices.Clone(c.pods), func(p *corev1.Pod) bool { return gone[p.Namespace+"/"+p.Name] })
+			ssn = run(t, next, plugs, preemptPipeline()...)
+			if got := placed(ssn); len(got[preemptor]) != len(ssn.Jobs[preemptor].Tasks) {
+				t.Errorf("after the victims left, the preemptor got %v", got[preemptor])
+			}
+			if len(ssn.Evictions()) != 0 {
+				t.Errorf("the next cycle evicted more: %v", evicted(ssn))
+			}
+			checkInvariants(t, next, ssn.Bindings())
+		})
+	}
+}
+
+// The same input gives the same evictions, in the same order.
+func TestPreemptDeterministic(t *testing.T) {
+	nodes := []*corev1.Node{st.MakeNode("gpu-0").Capacity("16", "64Gi", 4).Obj(), st.MakeNode("gpu-1").Capacity("16", "64Gi", 4).Obj()}
+	var pods []*corev1.Pod
+	var jobs []*api.JobInfo
+	for i := range 4 { // 4 GPUs per node, all taken
+		name := fmt.Sprintf("low-%d", i)
+		pods = append(pods, runningGang(name, 1, "gpu-0", "gpu-1")...)
+		jobs = append(jobs, withPhase(st.MakeJob("ns", name).MinMember(2).Obj(), api.JobRunning))
+	}
+	pods = append(pods, gpuGang("high", 2, 3)...)
+	jobs = append(jobs, withPhase(st.MakeJob("ns", "high").Priority(1).MinMember(2).Obj(), api.JobPending))
+	c := cluster{nodes: nodes, pods: pods, jobs: jobs}
+	first := run(t, c, plugins.WithQueueShare(), preemptPipeline()...).Evictions()
+	if len(first) != 6 {
+		t.Fatalf("%d evictions, want 6 (three gangs of two)", len(first))
+	}
+	for range 5 {
+		again := run(t, c, plugins.WithQueueShare(), preemptPipeline()...).Evictions()
+		if !slices.EqualFunc(first, again, func(a, b framework.Eviction) bool { return a.Task.Key() == b.Task.Key() && a.Node == b.Node }) {
+			t.Fatalf("evictions differ between runs")
+		}
+	}
+}

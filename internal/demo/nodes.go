@@ -1,0 +1,184 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const (
+	// poolLabel names a node's pool, as managed node pools label them.
+	poolLabel = "node-pool"
+	// gpuPresentLabel is what NVIDIA's GPU feature discovery sets.
+	gpuPresentLabel = "nvidia.com/gpu.present"
+	gpuResource     = corev1.ResourceName("nvidia.com/gpu")
+	// kwokAnnotation marks the nodes kwok manages (the demo runs it with
+	// --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake).
+	kwokAnnotation = "kwok.x-k8s.io/node"
+	kwokSelector   = kwokAnnotation + "=fake"
+)
+
+// gpuTaint keeps pods that do not tolerate it off the GPU nodes, as GPU
+// node pools are usually tainted.
+var gpuTaint = corev1.Taint{Key: string(gpuResource), Value: "present", Effect: corev1.TaintEffectNoSchedule}
+
+// demoNodes returns the simulated nodes: CPU-only nodes (16 CPU, 64Gi)
+// labelled node-pool=cpu, and GPU nodes (32 CPU, 256Gi, 8 GPUs) labelled
+// node-pool=gpu and nvidia.com/gpu.present=true and tainted
+// nvidia.com/gpu=present:NoSchedule.
+func demoNodes(cpuNodes, gpuNodes int) []*corev1.Node {
+	var nodes []*corev1.Node
+	for i := range cpuNodes {
+		nodes = append(nodes, makeNode(fmt.Sprintf("cpu-%d", i+1), kindCPU, "16", "64Gi", 0))
+	}
+	for i := range gpuNodes {
+		n := makeNode(fmt.Sprintf("gpu-%d", i+1), kindGPU, "32", "256Gi", 8)
+		n.Labels[gpuPresentLabel] = "true"
+		n.Spec.Taints = []corev1.Taint{gpuTaint}
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
+
+func makeNode(name, pool, cpu, memory string, gpus int64) *corev1.Node {
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:              resource.MustParse(cpu),
+		corev1.ResourceMemory:           resource.MustParse(memory),
+		corev1.ResourcePods:             resource.MustParse("110"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("500Gi"),
+	}
+	if gpus > 0 {
+		res[gpuResource] = *resource.NewQuantity(gpus, resource.DecimalSI)
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Labels: map[string]string{
+				corev1.LabelHostname:   name,
+				corev1.LabelOSStable:   "linux",
+				corev1.LabelArchStable: "amd64",
+				poolLabel:              pool,
+				"type":                 "kwok",
+			},
+			Annotations: map[string]string{kwokAnnotation: "fake"},
+		},
+		Status: corev1.NodeStatus{Capacity: res, Allocatable: res.DeepCopy()},
+	}
+}
+
+// createNodes registers the nodes as kubelets would, with their capacity
+// in the status; kwok then reports them Ready and keeps them so.
+func createNodes(ctx context.Context, c client.Client, nodes []*corev1.Node) error {
+	for _, n := range nodes {
+		want := n.Status
+		if err := c.Create(ctx, n); err != nil {
+			return fmt.Errorf("create node %s: %w", n.Name, err)
+		}
+		// Admission may drop the status of a new object; kwok keeps
+		// whatever capacity it finds, so make sure it is there.
+		if len(n.Status.Allocatable) == 0 {
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := c.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
+					return err
+				}
+				n.Status.Capacity, n.Status.Allocatable = want.Capacity, want.Allocatable
+				return c.Status().Update(ctx, n)
+			})
+			if err != nil {
+				return fmt.Errorf("set the capacity of node %s: %w", n.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// waitNodesReady waits until kwok has made every node Ready and the
+// node lifecycle controller has removed their not-ready taints. After
+// untaintAfter (at once when it is 0, i.e. without a controller manager)
+// it removes the taints itself and says so through note.
+func waitNodesReady(ctx context.Context, c client.Client, names []string, untaintAfter, timeout time.Duration, note func(string)) error {
+	start := time.Now()
+	untainted := false
+	for {
+		var notReady, tainted []string
+		for _, name := range names {
+			n := &corev1.Node{}
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+				return err
+			}
+			if !nodeReady(n) {
+				notReady = append(notReady, name)
+			} else if hasNotReadyTaint(n) {
+				tainted = append(tainted, name)
+			}
+		}
+		if len(notReady) == 0 && len(tainted) == 0 {
+			return nil
+		}
+		if len(notReady) == 0 && time.Since(start) >= untaintAfter && !untainted {
+			if untaintAfter > 0 {
+				note(fmt.Sprintf("the not-ready taints are still on %s after %v; removing them", strings.Join(tainted, ", "), untaintAfter))
+			}
+			for _, name := range tainted {
+				if err := removeNotReadyTaints(ctx, c, name); err != nil {
+					return err
+				}
+			}
+			untainted = true
+			continue
+		}
+		if time.Since(start) > timeout {
+			if len(notReady) > 0 {
+				return fmt.Errorf("nodes not Ready after %v: %s (is kwok running? see logs/kwok.log)", timeout, strings.Join(notReady, ", "))
+			}
+			return fmt.Errorf("nodes still tainted %s after %v: %s", corev1.TaintNodeNotReady, timeout, strings.Join(tainted, ", "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func hasNotReadyTaint(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady {
+			return true
+		}
+	}
+	return false
+}
+
+func removeNotReadyTaints(ctx context.Context, c client.Client, name string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			return err
+		}
+		var keep []corev1.Taint
+		for _, t := range n.Spec.Taints {
+			if t.Key != corev1.TaintNodeNotReady {
+				keep = append(keep, t)
+			}
+		}
+		n.Spec.Taints = keep
+		return c.Update(ctx, n)
+	})
+}

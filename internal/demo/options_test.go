@@ -1,0 +1,50 @@
+package demo
+
+import (
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFlags(t *testing.T) {
+	o, err := ParseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.CPUNodes != 3 || o.GPUNodes != 4 || o.UntilRunning || o.Timeout != 3*time.Minute || o.Refresh != time.Second ||
+		strings.Join(o.Examples, ",") != strings.Join(DefaultExamples, ",") || !filepath.IsAbs(o.StateDir) {
+		t.Errorf("unexpected defaults: %+v", o)
+	}
+
+	o, err = ParseFlags([]string{"--until-running", "--timeout=90s", "--examples=a.yaml, b.yaml", "--cpu-nodes=1", "--gpu-nodes=0", "--state-dir=rel"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.UntilRunning || o.Timeout != 90*time.Second || strings.Join(o.Examples, ",") != "a.yaml,b.yaml" || o.CPUNodes != 1 || !filepath.IsAbs(o.StateDir) {
+		t.Errorf("flags not applied: %+v", o)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--until-running", "--timeout=0s"}, []string{"--timeout: must be greater than 0"}},
+		{[]string{"--until-running", "--examples="}, []string{"--until-running: needs at least one manifest"}},
+		{[]string{"--cpu-nodes=0", "--gpu-nodes=0", "--refresh=1ms"}, []string{"at least one node", "--refresh: must be at least 100ms"}},
+		{[]string{"--state-dir="}, []string{"--state-dir: must not be empty"}},
+		{[]string{"extra"}, []string{"unexpected arguments"}},
+	} {
+		_, err := ParseFlags(tc.args, io.Discard)
+		if err == nil {
+			t.Errorf("ParseFlags(%q) succeeded", tc.args)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("ParseFlags(%q) = %q, want it to contain %q", tc.args, err, w)
+			}
+		}
+	}
+}

@@ -1,0 +1,314 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+)
+
+// Node kinds, from the node-pool label (or, without it, from whether the
+// node has GPUs).
+const (
+	kindCPU = "cpu"
+	kindGPU = "gpu"
+)
+
+// jobKinds are the job kinds shown, with the field that holds each kind's
+// replica specs.
+var jobKinds = []struct {
+	kind  string
+	specs string
+}{
+	{"TFJob", "tfReplicaSpecs"},
+	{"PyTorchJob", "pytorchReplicaSpecs"},
+	{"MPIJob", "mpiReplicaSpecs"},
+}
+
+// snapshot is what the table shows: the nodes, and every training job with
+// its PodGroup and pods.
+type snapshot struct {
+	Time  time.Time
+	Nodes []nodeRow
+	Jobs  []jobRow
+}
+
+type nodeRow struct {
+	Name     string
+	Kind     string
+	Ready    bool
+	NotReady bool // still carries a node.kubernetes.io/not-ready taint
+	GPUs     int64
+}
+
+type jobRow struct {
+	Namespace string
+	Kind      string
+	Name      string
+	// Expected is the number of pods the job's replica specs ask for.
+	Expected int
+	// Gang is the PodGroup's phase; empty while there is no PodGroup.
+	Gang        string
+	GangMessage string
+	Pods        []podRow
+}
+
+type podRow struct {
+	Name  string
+	Role  string
+	Index int
+	// Phase is the pod's phase, except that a pending pod already bound to
+	// a node shows as Scheduled and a deleted one as Terminating.
+	Phase    string
+	Node     string
+	NodeKind string
+	GPUs     int64
+	Message  string
+}
+
+// key is how the check names a job: Kind namespace/name.
+func (j jobRow) key() string { return jobKey(j.Kind, j.Namespace, j.Name) }
+
+func jobKey(kind, namespace, name string) string { return kind + " " + namespace + "/" + name }
+
+// display is the job's name in the table: the namespace is left out when
+// it is "default".
+func (j jobRow) display() string {
+	if j.Namespace == "default" {
+		return j.Kind + " " + j.Name
+	}
+	return j.Kind + " " + j.Namespace + "/" + j.Name
+}
+
+// observe reads the cluster into a snapshot.
+func observe(ctx context.Context, c client.Reader) (*snapshot, error) {
+	snap := &snapshot{Time: time.Now()}
+
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	kindOf := map[string]string{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		row := nodeRow{Name: n.Name, Kind: nodeKind(n), GPUs: gpuQuantity(n.Status.Allocatable)}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				row.Ready = cond.Status == corev1.ConditionTrue
+			}
+		}
+		for _, t := range n.Spec.Taints {
+			row.NotReady = row.NotReady || t.Key == corev1.TaintNodeNotReady
+		}
+		kindOf[n.Name] = row.Kind
+		snap.Nodes = append(snap.Nodes, row)
+	}
+	slices.SortFunc(snap.Nodes, func(a, b nodeRow) int { return strings.Compare(a.Name, b.Name) })
+
+	jobs := map[string]*jobRow{}
+	for _, jk := range jobKinds {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(kubeflowv1.GroupVersion.WithKind(jk.kind + "List"))
+		if err := c.List(ctx, list); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue
+			}
+			return nil, fmt.Errorf("list %ss: %w", jk.kind, err)
+		}
+		for _, u := range list.Items {
+			row := &jobRow{Namespace: u.GetNamespace(), Kind: jk.kind, Name: u.GetName(), Expected: expectedPods(u.Object, jk.specs)}
+			jobs[row.key()] = row
+		}
+	}
+
+	var groups schedulingv1alpha1.PodGroupList
+	if err := c.List(ctx, &groups); err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("list PodGroups: %w", err)
+	}
+	for i := range groups.Items {
+		pg := &groups.Items[i]
+		owner := metav1.GetControllerOf(pg)
+		if owner == nil {
+			continue
+		}
+		if job, ok := jobs[jobKey(owner.Kind, pg.Namespace, owner.Name)]; ok {
+			job.Gang = string(pg.Status.Phase)
+			if job.Gang == "" {
+				job.Gang = string(schedulingv1alpha1.PodGroupPending)
+			}
+			job.GangMessage = latestConditionMessage(pg.Status.Conditions)
+		}
+	}
+
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.HasLabels{kubeflowv1.JobNameLabel}); err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		owner := metav1.GetControllerOf(p)
+		if owner == nil || schema.FromAPIVersionAndKind(owner.APIVersion, owner.Kind).Group != kubeflowv1.GroupVersion.Group {
+			continue
+		}
+		job, ok := jobs[jobKey(owner.Kind, p.Namespace, owner.Name)]
+		if !ok {
+			continue
+		}
+		idx, _ := strconv.Atoi(p.Labels[kubeflowv1.ReplicaIndexLabel])
+		job.Pods = append(job.Pods, podRow{
+			Name:     p.Name,
+			Role:     p.Labels[kubeflowv1.ReplicaTypeLabel],
+			Index:    idx,
+			Phase:    podPhase(p),
+			Node:     p.Spec.NodeName,
+			NodeKind: kindOf[p.Spec.NodeName],
+			GPUs:     podGPUs(p),
+			Message:  unschedulableMessage(p),
+		})
+	}
+
+	for _, job := range jobs {
+		slices.SortFunc(job.Pods, func(a, b podRow) int {
+			if c := roleOrder(a.Role) - roleOrder(b.Role); c != 0 {
+				return c
+			}
+			if c := strings.Compare(a.Role, b.Role); c != 0 {
+				return c
+			}
+			return a.Index - b.Index
+		})
+		snap.Jobs = append(snap.Jobs, *job)
+	}
+	slices.SortFunc(snap.Jobs, func(a, b jobRow) int { return strings.Compare(a.key(), b.key()) })
+	return snap, nil
+}
+
+// roleOrder puts the job's coordinator first, then parameter servers,
+// then workers.
+func roleOrder(role string) int {
+	switch role {
+	case "chief", "master", "launcher":
+		return 0
+	case "ps":
+		return 1
+	case "worker":
+		return 2
+	}
+	return 3
+}
+
+// expectedPods adds up the replicas of every replica spec (1 when unset,
+// as the API defaults it).
+func expectedPods(obj map[string]any, field string) int {
+	specs, _, _ := unstructured.NestedMap(obj, "spec", field)
+	n := 0
+	for _, s := range specs {
+		spec, ok := s.(map[string]any)
+		if !ok {
+			continue
+		}
+		// int64 from the API server; float64 or int64 from a YAML file.
+		switch r := spec["replicas"].(type) {
+		case int64:
+			n += int(r)
+		case float64:
+			n += int(r)
+		case int:
+			n += r
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+func nodeKind(n *corev1.Node) string {
+	switch n.Labels[poolLabel] {
+	case kindCPU:
+		return kindCPU
+	case kindGPU:
+		return kindGPU
+	}
+	if gpuQuantity(n.Status.Allocatable) > 0 {
+		return kindGPU
+	}
+	return kindCPU
+}
+
+func gpuQuantity(l corev1.ResourceList) int64 {
+	q, ok := l[gpuResource]
+	if !ok {
+		return 0
+	}
+	return q.Value()
+}
+
+// podGPUs is the pod's nvidia.com/gpu request (the API server copies a
+// limit-only extended resource into the request).
+func podGPUs(p *corev1.Pod) int64 {
+	var n int64
+	for _, c := range p.Spec.Containers {
+		if g := gpuQuantity(c.Resources.Requests); g > 0 {
+			n += g
+		} else {
+			n += gpuQuantity(c.Resources.Limits)
+		}
+	}
+	return n
+}
+
+func podPhase(p *corev1.Pod) string {
+	switch {
+	case p.DeletionTimestamp != nil:
+		return "Terminating"
+	case p.Status.Phase == corev1.PodPending && p.Spec.NodeName != "":
+		return "Scheduled"
+	case p.Status.Phase == "":
+		return string(corev1.PodPending)
+	}
+	return string(p.Status.Phase)
+}
+
+func unschedulableMessage(p *corev1.Pod) string {
+	if p.Spec.NodeName != "" {
+		return ""
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+func latestConditionMessage(conds []metav1.Condition) string {
+	var latest *metav1.Condition
+	for i := range conds {
+		c := &conds[i]
+		if c.Status != metav1.ConditionTrue {
+			continue
+		}
+		if latest == nil || !c.LastTransitionTime.Before(&latest.LastTransitionTime) {
+			latest = c
+		}
+	}
+	if latest == nil {
+		return ""
+	}
+	if latest.Message != "" {
+		return latest.Type + ": " + latest.Message
+	}
+	return latest.Type + ": " + latest.Reason
+}
