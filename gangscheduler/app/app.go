@@ -6,8 +6,6 @@ package app
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -17,12 +15,9 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
@@ -32,6 +27,7 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/queues"
 	"github.com/troupe-ml/troupe/gangscheduler/scheduler"
 	"github.com/troupe-ml/troupe/gangscheduler/status"
+	"github.com/troupe-ml/troupe/internal/cmdutil"
 )
 
 // The scheduler's permissions, generated into config/rbac/scheduler by
@@ -57,57 +53,32 @@ import (
 // exit code: 2 for bad flags or a bad configuration file, 1 when the
 // scheduler cannot start or fails.
 func Main(ctx context.Context, args []string, stderr io.Writer) int {
-	opts, err := ParseFlags(args, stderr)
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, err)
+	var opts *Options
+	parse := func() (string, error) {
+		var err error
+		opts, err = ParseFlags(args, stderr)
+		if err != nil {
+			return "", err
 		}
-		return 2
+		return opts.Kubeconfig, nil
 	}
-	cfg, err := loadKubeconfig(opts.Kubeconfig)
-	if err != nil {
-		fmt.Fprintf(stderr, "load kubeconfig: %v\n", err)
-		return 1
-	}
-	if err := Run(ctx, cfg, opts); err != nil {
-		fmt.Fprintf(stderr, "scheduler stopped: %v\n", err)
-		return 1
-	}
-	return 0
+	run := func(ctx context.Context, cfg *rest.Config) error { return Run(ctx, cfg, opts) }
+	return cmdutil.Main(ctx, "scheduler", stderr, parse, run)
 }
 
 // ParseFlags parses and validates the flags and the --config file; the
 // error names every invalid flag, or the file and every invalid field.
 func ParseFlags(args []string, stderr io.Writer) (*Options, error) {
 	opts := NewOptions()
-	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	opts.BindFlags(fs)
-	zapOpts := zap.Options{}
-	zapOpts.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cmdutil.ParseFlags("scheduler", args, stderr, opts); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
-	if err := opts.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid flags:\n%w", err)
 	}
 	c, err := config.Load(opts.ConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("--config %s: invalid configuration:\n%w", opts.ConfigFile, err)
 	}
 	opts.Config = c
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	return opts, nil
-}
-
-func loadKubeconfig(path string) (*rest.Config, error) {
-	if path != "" {
-		return clientcmd.BuildConfigFromFlags("", path)
-	}
-	return ctrlconfig.GetConfig()
 }
 
 // CRDs the scheduler cannot run without, and the file that installs each.

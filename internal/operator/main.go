@@ -2,8 +2,6 @@ package operator
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -11,17 +9,15 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/internal/cmdutil"
 )
 
 // The operator's permissions, generated into config/rbac by `make generate`.
@@ -44,54 +40,27 @@ import (
 // the context ends. It returns the process exit code: 2 for bad flags, 1
 // when the operator fails.
 func Main(ctx context.Context, args []string, stderr io.Writer) int {
-	opts, err := ParseFlags(args, stderr)
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, err)
+	var opts *Options
+	parse := func() (string, error) {
+		var err error
+		opts, err = ParseFlags(args, stderr)
+		if err != nil {
+			return "", err
 		}
-		return 2
+		return opts.Kubeconfig, nil
 	}
-	cfg, err := loadConfig(opts.Kubeconfig)
-	if err != nil {
-		fmt.Fprintf(stderr, "load kubeconfig: %v\n", err)
-		return 1
-	}
-	if err := Run(ctx, cfg, opts); err != nil {
-		fmt.Fprintf(stderr, "operator stopped: %v\n", err)
-		return 1
-	}
-	return 0
+	run := func(ctx context.Context, cfg *rest.Config) error { return Run(ctx, cfg, opts) }
+	return cmdutil.Main(ctx, "operator", stderr, parse, run)
 }
 
 // ParseFlags parses and validates the operator's flags; the error names
 // every invalid flag and what it allows.
 func ParseFlags(args []string, stderr io.Writer) (*Options, error) {
 	opts := NewOptions()
-	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	opts.BindFlags(fs)
-	zapOpts := zap.Options{}
-	zapOpts.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cmdutil.ParseFlags("operator", args, stderr, opts); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
-	if err := opts.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid flags:\n%w", err)
-	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	return opts, nil
-}
-
-// loadConfig reads the kubeconfig the flag names, or else follows
-// controller-runtime's rules: $KUBECONFIG, in-cluster, ~/.kube/config.
-func loadConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
-	}
-	return ctrlconfig.GetConfig()
 }
 
 // Run starts the manager with the enabled controllers. Tuning functions
