@@ -115,11 +115,12 @@ var _ = Describe("Job engine", func() {
 			Expect(testutil.Condition(&job.Status, "Failed").Message).To(ContainSubstring("permanent code 1"))
 			Expect(job.Status.RecreatedPods).To(BeZero())
 			Expect(job.Status.CompletionTime).NotTo(BeNil())
+			failedUID := pods[1].UID
 			Consistently(func(g Gomega) {
 				pods, err := testutil.JobPods(ctx, suite.Client, ns, "permanent")
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(pods).To(HaveLen(2))
-				g.Expect(pods[1].UID).To(Equal(pods[1].UID))
+				g.Expect(pods[1].UID).To(Equal(failedUID), "the failed pod is kept, not replaced")
 				g.Expect(pods[1].Status.Phase).To(Equal(corev1.PodFailed))
 			}, 2*time.Second).Should(Succeed())
 		})

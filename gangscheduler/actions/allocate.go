@@ -47,52 +47,19 @@ func (*Allocate) Name() string { return "allocate" }
 
 // Execute runs allocate on the session.
 func (a *Allocate) Execute(ssn *framework.Session) {
-	perQueue := map[api.QueueID][]*api.JobInfo{}
-	for _, job := range ssn.Jobs {
-		if !job.HasPendingTasks() {
-			continue
-		}
-		q, ok := ssn.Queues[job.Queue]
-		switch {
-		case !ok:
-			ssn.RecordUnschedulable(job.UID, ReasonQueueNotFound, fmt.Sprintf("queue %q does not exist", job.Queue))
-			continue
-		case !q.IsOpen():
-			ssn.RecordUnschedulable(job.UID, ReasonQueueClosed, fmt.Sprintf("queue %q is closed", job.Queue))
-			continue
-		}
+	noPending := func(job *api.JobInfo) bool { return !job.HasPendingTasks() }
+	admit := func(job *api.JobInfo) bool {
 		if !ssn.MayAllocate(job) {
-			continue // enqueue ran and did not admit it; it recorded why
+			return false // enqueue ran and did not admit it; it recorded why
 		}
 		if r := ssn.JobValid(job); r != nil {
 			ssn.RecordUnschedulable(job.UID, r.Reason, r.Message)
-			continue
+			return false
 		}
-		perQueue[q.Name] = append(perQueue[q.Name], job)
+		return true
 	}
-	queues := make([]*api.QueueInfo, 0, len(perQueue))
-	for name, jobs := range perQueue {
-		slices.SortFunc(jobs, ssn.JobCompare)
-		queues = append(queues, ssn.Queues[name])
-	}
-
-	// Take one job at a time from the first queue in order. The queue order
-	// is asked again before every job, so an order that depends on what
-	// queues hold (a share plugin) sees this session's placements.
-	for len(queues) > 0 {
-		qi := 0
-		for i := 1; i < len(queues); i++ {
-			if ssn.QueueCompare(queues[i], queues[qi]) < 0 {
-				qi = i
-			}
-		}
-		queue := queues[qi]
-		name := queue.Name
-		job := perQueue[name][0]
-		perQueue[name] = perQueue[name][1:]
-		if len(perQueue[name]) == 0 {
-			queues = slices.Delete(queues, qi, qi+1)
-		}
+	walk := newQueueWalk(ssn, noPending, admit)
+	for queue, job, ok := walk.next(); ok; queue, job, ok = walk.next() {
 		a.allocateJob(ssn, queue, job)
 	}
 }

@@ -2,7 +2,6 @@ package actions
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
@@ -63,42 +62,9 @@ func (*Enqueue) Name() string { return "enqueue" }
 // Execute runs enqueue on the session.
 func (e *Enqueue) Execute(ssn *framework.Session) {
 	ssn.EnableAdmission()
-	perQueue := map[api.QueueID][]*api.JobInfo{}
-	for _, job := range ssn.Jobs {
-		if ssn.IsAdmitted(job) {
-			continue
-		}
-		q, ok := ssn.Queues[job.Queue]
-		switch {
-		case !ok:
-			ssn.RecordUnschedulable(job.UID, ReasonQueueNotFound, fmt.Sprintf("queue %q does not exist", job.Queue))
-			continue
-		case !q.IsOpen():
-			ssn.RecordUnschedulable(job.UID, ReasonQueueClosed, fmt.Sprintf("queue %q is closed", job.Queue))
-			continue
-		}
-		perQueue[q.Name] = append(perQueue[q.Name], job)
-	}
-	queues := make([]*api.QueueInfo, 0, len(perQueue))
-	for name, jobs := range perQueue {
-		slices.SortFunc(jobs, ssn.JobCompare)
-		queues = append(queues, ssn.Queues[name])
-	}
-
+	walk := newQueueWalk(ssn, ssn.IsAdmitted, always)
 	p := enqueuePass{ssn: ssn}
-	for len(queues) > 0 {
-		qi := 0
-		for i := 1; i < len(queues); i++ {
-			if ssn.QueueCompare(queues[i], queues[qi]) < 0 {
-				qi = i
-			}
-		}
-		name := queues[qi].Name
-		job := perQueue[name][0]
-		perQueue[name] = perQueue[name][1:]
-		if len(perQueue[name]) == 0 {
-			queues = slices.Delete(queues, qi, qi+1)
-		}
+	for _, job, ok := walk.next(); ok; _, job, ok = walk.next() {
 		p.consider(job)
 	}
 	p.finish()

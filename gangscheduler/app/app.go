@@ -53,17 +53,8 @@ import (
 // exit code: 2 for bad flags or a bad configuration file, 1 when the
 // scheduler cannot start or fails.
 func Main(ctx context.Context, args []string, stderr io.Writer) int {
-	var opts *Options
-	parse := func() (string, error) {
-		var err error
-		opts, err = ParseFlags(args, stderr)
-		if err != nil {
-			return "", err
-		}
-		return opts.Kubeconfig, nil
-	}
-	run := func(ctx context.Context, cfg *rest.Config) error { return Run(ctx, cfg, opts) }
-	return cmdutil.Main(ctx, "scheduler", stderr, parse, run)
+	run := func(ctx context.Context, cfg *rest.Config, opts *Options) error { return Run(ctx, cfg, opts) }
+	return cmdutil.Main(ctx, "scheduler", args, stderr, ParseFlags, run)
 }
 
 // ParseFlags parses and validates the flags and the --config file; the

@@ -106,3 +106,6 @@ func (o *Options) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// KubeconfigPath is the --kubeconfig flag; empty follows the usual rules.
+func (o *Options) KubeconfigPath() string { return o.Kubeconfig }

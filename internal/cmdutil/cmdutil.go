@@ -53,24 +53,29 @@ func LoadKubeconfig(path string) (*rest.Config, error) {
 	return ctrlconfig.GetConfig()
 }
 
+// Parsed is a binary's parsed options: they name the kubeconfig to use.
+type Parsed interface {
+	KubeconfigPath() string
+}
+
 // Main runs a binary and returns its exit code: 2 when parse fails (bad
 // flags or configuration; nothing has touched a cluster), 1 when the
-// kubeconfig cannot be loaded or run fails. parse returns the kubeconfig
-// path the flags name.
-func Main(ctx context.Context, name string, stderr io.Writer, parse func() (kubeconfig string, err error), run func(context.Context, *rest.Config) error) int {
-	kubeconfig, err := parse()
+// kubeconfig cannot be loaded or run fails.
+func Main[O Parsed](ctx context.Context, name string, args []string, stderr io.Writer,
+	parse func([]string, io.Writer) (O, error), run func(context.Context, *rest.Config, O) error) int {
+	opts, err := parse(args, stderr)
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stderr, err)
 		}
 		return 2
 	}
-	cfg, err := LoadKubeconfig(kubeconfig)
+	cfg, err := LoadKubeconfig(opts.KubeconfigPath())
 	if err != nil {
 		fmt.Fprintf(stderr, "load kubeconfig: %v\n", err)
 		return 1
 	}
-	if err := run(ctx, cfg); err != nil {
+	if err := run(ctx, cfg, opts); err != nil {
 		fmt.Fprintf(stderr, "%s stopped: %v\n", name, err)
 		return 1
 	}

@@ -40,17 +40,8 @@ import (
 // the context ends. It returns the process exit code: 2 for bad flags, 1
 // when the operator fails.
 func Main(ctx context.Context, args []string, stderr io.Writer) int {
-	var opts *Options
-	parse := func() (string, error) {
-		var err error
-		opts, err = ParseFlags(args, stderr)
-		if err != nil {
-			return "", err
-		}
-		return opts.Kubeconfig, nil
-	}
-	run := func(ctx context.Context, cfg *rest.Config) error { return Run(ctx, cfg, opts) }
-	return cmdutil.Main(ctx, "operator", stderr, parse, run)
+	run := func(ctx context.Context, cfg *rest.Config, opts *Options) error { return Run(ctx, cfg, opts) }
+	return cmdutil.Main(ctx, "operator", args, stderr, ParseFlags, run)
 }
 
 // ParseFlags parses and validates the operator's flags; the error names

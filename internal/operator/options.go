@@ -122,3 +122,6 @@ func (s *schemeList) Set(v string) error {
 	}
 	return nil
 }
+
+// KubeconfigPath is the --kubeconfig flag; empty follows the usual rules.
+func (o *Options) KubeconfigPath() string { return o.Kubeconfig }
