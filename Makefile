@@ -28,7 +28,7 @@ demo: ## A local cluster: control plane, simulated CPU/GPU nodes (kwok), operato
 	bin/demo --control-plane-dir="$$(hack/controlplane.sh)" --kwok-dir="$$(hack/kwok.sh)" $(DEMO_FLAGS)
 
 .PHONY: demo-smoke
-demo-smoke: ## The demo without a terminal: exits 0 once every example gang runs on the right nodes, 1 otherwise.
+demo-smoke: ## The demo without a terminal: exits 0 once every example gang runs on the right nodes and the gang-restart example is back as generation 1, 1 otherwise.
 	go build -o bin/demo ./cmd/demo
 	bin/demo --control-plane-dir="$$(hack/controlplane.sh)" --kwok-dir="$$(hack/kwok.sh)" --until-running --timeout=3m $(DEMO_FLAGS)
 
@@ -42,6 +42,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and RBAC from the co
 	$(CONTROLLER_GEN) rbac:roleName=troupe-operator paths=./internal/operator/... output:rbac:dir=config/rbac/operator
 	hack/peer-crds.sh
 	$(CONTROLLER_GEN) rbac:roleName=troupe-scheduler paths=./gangscheduler/app/... output:rbac:dir=config/rbac/scheduler
+	go run ./hack/chartgen --config=config --out=charts/troupe/templates/generated
 
 .PHONY: manifests
 manifests: generate ## Alias of generate.
@@ -55,6 +56,8 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	$(GOLANGCI_LINT) run ./...
+	go vet -tags e2e ./test/e2e/...
+	$(GOLANGCI_LINT) run --build-tags e2e ./test/e2e/...
 
 .PHONY: verify
 verify: generate lint ## Regenerate everything and fail if the tree changed.
@@ -68,6 +71,14 @@ verify: generate lint ## Regenerate everything and fail if the tree changed.
 build: ## Build the operator into bin/.
 	go build -o bin/ ./cmd/...
 
+.PHONY: image-binaries
+image-binaries: ## Build the container image's binaries as the Dockerfile does (static, trimmed) into bin/image, without Docker.
+	hack/build-binaries.sh bin/image
+
+.PHONY: helm
+helm: ## Build helm from the Go module proxy (cached); prints its path.
+	hack/helm.sh
+
 ##@ Test
 
 .PHONY: controlplane
@@ -76,7 +87,34 @@ controlplane: ## Build etcd, kube-apiserver and kube-controller-manager from Go 
 
 .PHONY: test
 test: ## Unit and envtest suites against a real kube-apiserver and etcd.
-	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" go test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" HELM="$$(hack/helm.sh)" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: peers
+peers: ## Build the peer gang schedulers (Volcano's, kube-scheduler with Coscheduling) from Go modules (cached); prints their paths.
+	hack/peer-schedulers.sh volcano coscheduling
+
+.PHONY: e2e
+e2e: ## The operator against real Volcano and Coscheduling scheduler processes (test/e2e, build tag e2e).
+	assets=$$(hack/controlplane.sh); volcano=$$(hack/peer-schedulers.sh volcano); coscheduling=$$(hack/peer-schedulers.sh coscheduling); \
+	KUBEBUILDER_ASSETS="$$assets" TROUPE_VOLCANO_SCHEDULER="$$volcano" TROUPE_COSCHEDULING_SCHEDULER="$$coscheduling" \
+		go test -tags e2e -count=1 $(GO_TEST_FLAGS) ./test/e2e/...
+
+##@ Benchmarks
+
+BENCH_FLAGS ?=
+# Every placer on fresh API servers, from the binaries the project builds.
+BENCH = go build -o bin/ ./cmd/bench ./cmd/scheduler && \
+	cp="$$(hack/controlplane.sh)" && peers=($$(hack/peer-schedulers.sh volcano coscheduling)) && \
+	bin/bench --control-plane-dir="$$cp" --troupe-scheduler=bin/scheduler \
+		--volcano-scheduler="$${peers[0]}" --coscheduling-scheduler="$${peers[1]}"
+
+.PHONY: bench
+bench: ## The benchmark harness (test/bench): a null binder, troupe-scheduler, Volcano and Coscheduling, scenario by scenario; writes docs/benchmarks.md (~30 min).
+	$(BENCH) --out=docs/benchmarks.md --command="make bench$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" $(BENCH_FLAGS)
+
+.PHONY: bench-smoke
+bench-smoke: ## The harness at a tiny scale with every placer: fails unless every gang is bound whole; checks correctness, not speed.
+	$(BENCH) --scale=0.02 --hold=1s --settle=8s --run-timeout=2m --check --command="make bench-smoke" $(BENCH_FLAGS) >/dev/null
 
 $(CONTROLLER_GEN):
 	GOBIN=$(dir $@) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)

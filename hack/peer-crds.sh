@@ -47,4 +47,9 @@ mkdir -p "$out"
 rm -f "$out"/*.yaml
 copy volcano.sh/volcano "$VOLCANO_VERSION" config/crd/volcano/bases/scheduling.volcano.sh_podgroups.yaml
 copy volcano.sh/volcano "$VOLCANO_VERSION" config/crd/volcano/bases/scheduling.volcano.sh_queues.yaml
+# Volcano's scheduler also watches HyperNodes and (with its default
+# ResourceTopology gate) Numatopologies: without them its caches never sync
+# and it schedules nothing (internal/peers, test/e2e).
+copy volcano.sh/volcano "$VOLCANO_VERSION" config/crd/volcano/bases/topology.volcano.sh_hypernodes.yaml
+copy volcano.sh/volcano "$VOLCANO_VERSION" config/crd/volcano/bases/nodeinfo.volcano.sh_numatopologies.yaml
 copy sigs.k8s.io/scheduler-plugins "$SCHEDULER_PLUGINS_VERSION" config/crd/bases/scheduling.x-k8s.io_podgroups.yaml

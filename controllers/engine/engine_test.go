@@ -22,13 +22,15 @@ const worker = kubeflowv1.TFJobReplicaTypeWorker
 
 var _ = Describe("Job engine", func() {
 	var (
-		ctx context.Context
-		ns  string
-		op  *testutil.Operator
+		ctx  context.Context
+		ns   string
+		op   *testutil.Operator
+		jobs *tfJobs
 	)
 	BeforeEach(func() {
 		ctx = context.Background()
 		ns = newNamespace(ctx)
+		jobs = &tfJobs{ctx: ctx, ns: ns}
 		var err error
 		op, err = testutil.StartOperator(suite.Env.Config, []string{"tfjob"})
 		Expect(err).NotTo(HaveOccurred())
@@ -39,43 +41,6 @@ var _ = Describe("Job engine", func() {
 		})
 	})
 
-	getJob := func(g Gomega, name string) *kubeflowv1.TFJob {
-		job := &kubeflowv1.TFJob{}
-		g.ExpectWithOffset(1, suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job)).To(Succeed())
-		return job
-	}
-	// livePods waits for exactly n pods that are not terminating.
-	livePods := func(name string, n int) []corev1.Pod {
-		var live []corev1.Pod
-		EventuallyWithOffset(1, func(g Gomega) {
-			pods, err := testutil.JobPods(ctx, suite.Client, ns, name)
-			g.Expect(err).NotTo(HaveOccurred())
-			live = nil
-			for _, p := range pods {
-				if p.DeletionTimestamp == nil {
-					live = append(live, p)
-				}
-			}
-			g.Expect(live).To(HaveLen(n))
-		}).Should(Succeed())
-		return live
-	}
-	runAll := func(pods []corev1.Pod) {
-		for i := range pods {
-			ExpectWithOffset(1, testutil.SetPodPhase(ctx, suite.Client, &pods[i], corev1.PodRunning)).To(Succeed())
-		}
-	}
-	expectCondition := func(name string, ctype kubeflowv1.JobConditionType, reason string) *kubeflowv1.TFJob {
-		var job *kubeflowv1.TFJob
-		EventuallyWithOffset(1, func(g Gomega) {
-			job = getJob(g, name)
-			c := testutil.Condition(&job.Status, ctype)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Status).To(Equal(corev1.ConditionTrue))
-			g.Expect(c.Reason).To(Equal(reason))
-		}).Should(Succeed())
-		return job
-	}
 	workers := func(name string, n int32, policy kubeflowv1.RestartPolicy) *testutil.TFJobBuilder {
 		return testutil.MakeTFJob(name, ns).ReplicaSpec(worker,
 			testutil.MakeReplica(n, kubeflowv1.TFJobDefaultContainerName).RestartPolicy(policy).Obj())
@@ -84,34 +49,34 @@ var _ = Describe("Job engine", func() {
 	Describe("restartPolicy ExitCode", func() {
 		It("replaces a pod that exited with a retryable code, then runs again", func() {
 			Expect(suite.Client.Create(ctx, workers("retry", 2, "ExitCode").Obj())).To(Succeed())
-			pods := livePods("retry", 2)
+			pods := jobs.livePods("retry", 2)
 			Expect(pods[0].Spec.RestartPolicy).To(Equal(corev1.RestartPolicyNever), "the engine, not the kubelet, restarts under ExitCode")
-			runAll(pods)
-			expectCondition("retry", "Running", "TFJobRunning")
+			jobs.runAll(pods)
+			jobs.expectCondition("retry", "Running", "TFJobRunning")
 
 			oldUID := pods[1].UID
 			Expect(testutil.FailPod(ctx, suite.Client, &pods[1], 137)).To(Succeed())
-			job := expectCondition("retry", "Restarting", "TFJobRestarting")
+			job := jobs.expectCondition("retry", "Restarting", "TFJobRestarting")
 			Expect(testutil.Condition(&job.Status, "Restarting").Message).To(ContainSubstring("retryable code 137"))
 			Expect(job.Status.RecreatedPods).To(Equal(int32(1)))
 
 			var replaced []corev1.Pod
 			Eventually(func(g Gomega) {
-				replaced = livePods("retry", 2)
+				replaced = jobs.livePods("retry", 2)
 				g.Expect(replaced[1].UID).NotTo(Equal(oldUID))
 			}).Should(Succeed())
 			Expect(replaced[1].Name).To(Equal("retry-worker-1"))
-			runAll(replaced)
-			job = expectCondition("retry", "Running", "TFJobRunning")
+			jobs.runAll(replaced)
+			job = jobs.expectCondition("retry", "Running", "TFJobRunning")
 			Expect(testutil.ConditionTrue(&job.Status, "Restarting")).To(BeFalse())
 		})
 
 		It("fails the job when a pod exits with a permanent code, and replaces nothing", func() {
 			Expect(suite.Client.Create(ctx, workers("permanent", 2, "ExitCode").Obj())).To(Succeed())
-			pods := livePods("permanent", 2)
-			runAll(pods)
+			pods := jobs.livePods("permanent", 2)
+			jobs.runAll(pods)
 			Expect(testutil.FailPod(ctx, suite.Client, &pods[1], 1)).To(Succeed())
-			job := expectCondition("permanent", "Failed", "TFJobFailed")
+			job := jobs.expectCondition("permanent", "Failed", "TFJobFailed")
 			Expect(testutil.Condition(&job.Status, "Failed").Message).To(ContainSubstring("permanent code 1"))
 			Expect(job.Status.RecreatedPods).To(BeZero())
 			Expect(job.Status.CompletionTime).NotTo(BeNil())
@@ -128,40 +93,40 @@ var _ = Describe("Job engine", func() {
 
 	It("fails the job on any failure under restartPolicy Never", func() {
 		Expect(suite.Client.Create(ctx, workers("never", 2, "Never").Obj())).To(Succeed())
-		pods := livePods("never", 2)
+		pods := jobs.livePods("never", 2)
 		Expect(testutil.FailPod(ctx, suite.Client, &pods[0], 137)).To(Succeed())
-		job := expectCondition("never", "Failed", "TFJobFailed")
+		job := jobs.expectCondition("never", "Failed", "TFJobFailed")
 		Expect(job.Status.ReplicaStatuses[worker].Failed).To(Equal(int32(1)))
 	})
 
 	It("lets the kubelet restart containers under OnFailure and replaces an evicted pod", func() {
 		Expect(suite.Client.Create(ctx, workers("onfailure", 2, "OnFailure").Obj())).To(Succeed())
-		pods := livePods("onfailure", 2)
+		pods := jobs.livePods("onfailure", 2)
 		Expect(pods[0].Spec.RestartPolicy).To(Equal(corev1.RestartPolicyOnFailure))
 		Expect(pods[1].Spec.RestartPolicy).To(Equal(corev1.RestartPolicyOnFailure))
-		runAll(pods)
-		expectCondition("onfailure", "Running", "TFJobRunning")
+		jobs.runAll(pods)
+		jobs.expectCondition("onfailure", "Running", "TFJobRunning")
 
 		Expect(testutil.EvictPod(ctx, suite.Client, &pods[0])).To(Succeed())
-		job := expectCondition("onfailure", "Restarting", "TFJobRestarting")
+		job := jobs.expectCondition("onfailure", "Restarting", "TFJobRestarting")
 		Expect(testutil.Condition(&job.Status, "Restarting").Message).To(ContainSubstring("Evicted"))
 		Eventually(func(g Gomega) {
-			g.Expect(livePods("onfailure", 2)[0].UID).NotTo(Equal(pods[0].UID))
+			g.Expect(jobs.livePods("onfailure", 2)[0].UID).NotTo(Equal(pods[0].UID))
 		}).Should(Succeed())
 	})
 
 	Describe("backoffLimit", func() {
 		It("counts in-place container restarts and stops the job past the limit", func() {
 			Expect(suite.Client.Create(ctx, workers("backoff-inplace", 2, "OnFailure").BackoffLimit(2).Obj())).To(Succeed())
-			pods := livePods("backoff-inplace", 2)
-			runAll(pods)
+			pods := jobs.livePods("backoff-inplace", 2)
+			jobs.runAll(pods)
 			Expect(testutil.RestartContainers(ctx, suite.Client, &pods[0], 2)).To(Succeed())
 			Consistently(func(g Gomega) {
-				g.Expect(testutil.ConditionTrue(&getJob(g, "backoff-inplace").Status, "Failed")).To(BeFalse())
+				g.Expect(testutil.ConditionTrue(&jobs.get(g, "backoff-inplace").Status, "Failed")).To(BeFalse())
 			}, 2*time.Second).Should(Succeed(), "2 restarts are within backoffLimit 2")
 
 			Expect(testutil.RestartContainers(ctx, suite.Client, &pods[1], 1)).To(Succeed())
-			job := expectCondition("backoff-inplace", "Failed", "BackoffLimitExceeded")
+			job := jobs.expectCondition("backoff-inplace", "Failed", "BackoffLimitExceeded")
 			Expect(testutil.Condition(&job.Status, "Failed").Message).To(ContainSubstring("backoffLimit 2"))
 			// Running pods of a job past its budget are stopped.
 			Eventually(func(g Gomega) {
@@ -173,23 +138,23 @@ var _ = Describe("Job engine", func() {
 
 		It("counts pods replaced under ExitCode", func() {
 			Expect(suite.Client.Create(ctx, workers("backoff-exitcode", 1, "ExitCode").BackoffLimit(1).Obj())).To(Succeed())
-			pods := livePods("backoff-exitcode", 1)
+			pods := jobs.livePods("backoff-exitcode", 1)
 			Expect(testutil.FailPod(ctx, suite.Client, &pods[0], 143)).To(Succeed())
 			var second []corev1.Pod
 			Eventually(func(g Gomega) {
-				second = livePods("backoff-exitcode", 1)
+				second = jobs.livePods("backoff-exitcode", 1)
 				g.Expect(second[0].UID).NotTo(Equal(pods[0].UID))
 			}).Should(Succeed())
 			Expect(testutil.FailPod(ctx, suite.Client, &second[0], 143)).To(Succeed())
-			job := expectCondition("backoff-exitcode", "Failed", "BackoffLimitExceeded")
+			job := jobs.expectCondition("backoff-exitcode", "Failed", "BackoffLimitExceeded")
 			Expect(job.Status.RecreatedPods).To(Equal(int32(1)))
 		})
 	})
 
 	It("fails a job that runs past activeDeadlineSeconds and stops its pods", func() {
 		Expect(suite.Client.Create(ctx, workers("deadline", 2, "Never").ActiveDeadlineSeconds(2).Obj())).To(Succeed())
-		runAll(livePods("deadline", 2))
-		job := expectCondition("deadline", "Failed", "DeadlineExceeded")
+		jobs.runAll(jobs.livePods("deadline", 2))
+		job := jobs.expectCondition("deadline", "Failed", "DeadlineExceeded")
 		failedAt := testutil.Condition(&job.Status, "Failed").LastTransitionTime
 		Expect(failedAt.Sub(job.Status.StartTime.Time)).To(BeNumerically(">=", 2*time.Second),
 			"the deadline is counted from the start time")
@@ -202,9 +167,9 @@ var _ = Describe("Job engine", func() {
 
 	It("deletes a finished job after ttlSecondsAfterFinished", func() {
 		Expect(suite.Client.Create(ctx, workers("ttl", 1, "Never").TTLSecondsAfterFinished(1).Obj())).To(Succeed())
-		pods := livePods("ttl", 1)
+		pods := jobs.livePods("ttl", 1)
 		Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[0], corev1.PodSucceeded)).To(Succeed())
-		job := expectCondition("ttl", "Succeeded", "TFJobSucceeded")
+		job := jobs.expectCondition("ttl", "Succeeded", "TFJobSucceeded")
 		finished := job.Status.CompletionTime.Time
 		Eventually(func(g Gomega) {
 			err := suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ttl"}, &kubeflowv1.TFJob{})
@@ -215,10 +180,10 @@ var _ = Describe("Job engine", func() {
 
 	It("deletes every pod and service of a finished job under cleanPodPolicy All", func() {
 		Expect(suite.Client.Create(ctx, workers("clean-all", 2, "Never").CleanPodPolicy("All").Obj())).To(Succeed())
-		pods := livePods("clean-all", 2)
+		pods := jobs.livePods("clean-all", 2)
 		Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[1], corev1.PodRunning)).To(Succeed())
 		Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[0], corev1.PodSucceeded)).To(Succeed())
-		expectCondition("clean-all", "Succeeded", "TFJobSucceeded")
+		jobs.expectCondition("clean-all", "Succeeded", "TFJobSucceeded")
 		Eventually(func(g Gomega) {
 			pods, err := testutil.JobPods(ctx, suite.Client, ns, "clean-all")
 			g.Expect(err).NotTo(HaveOccurred())
@@ -231,7 +196,7 @@ var _ = Describe("Job engine", func() {
 
 	It("suspends and resumes a job", func() {
 		Expect(suite.Client.Create(ctx, workers("suspend", 2, "Never").Suspend(true).Obj())).To(Succeed())
-		job := expectCondition("suspend", "Suspended", "TFJobSuspended")
+		job := jobs.expectCondition("suspend", "Suspended", "TFJobSuspended")
 		Expect(job.Status.StartTime).To(BeNil())
 		Consistently(func(g Gomega) {
 			pods, err := testutil.JobPods(ctx, suite.Client, ns, "suspend")
@@ -241,48 +206,48 @@ var _ = Describe("Job engine", func() {
 
 		setSuspend := func(v bool) {
 			Eventually(func(g Gomega) {
-				job := getJob(g, "suspend")
+				job := jobs.get(g, "suspend")
 				job.Spec.RunPolicy.Suspend = &v
 				g.Expect(suite.Client.Update(ctx, job)).To(Succeed())
 			}).Should(Succeed())
 		}
 		setSuspend(false)
-		runAll(livePods("suspend", 2))
-		job = expectCondition("suspend", "Running", "TFJobRunning")
+		jobs.runAll(jobs.livePods("suspend", 2))
+		job = jobs.expectCondition("suspend", "Running", "TFJobRunning")
 		Expect(testutil.Condition(&job.Status, "Suspended").Status).To(Equal(corev1.ConditionFalse))
 		Expect(testutil.Condition(&job.Status, "Suspended").Reason).To(Equal("Resumed"))
 		Expect(job.Status.StartTime).NotTo(BeNil())
 
 		setSuspend(true)
-		job = expectCondition("suspend", "Suspended", "TFJobSuspended")
+		job = jobs.expectCondition("suspend", "Suspended", "TFJobSuspended")
 		Expect(testutil.ConditionTrue(&job.Status, "Running")).To(BeFalse())
 		Eventually(func(g Gomega) {
 			pods, err := testutil.JobPods(ctx, suite.Client, ns, "suspend")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(pods).To(BeEmpty())
-			g.Expect(getJob(g, "suspend").Status.StartTime).To(BeNil())
+			g.Expect(jobs.get(g, "suspend").Status.StartTime).To(BeNil())
 		}).Should(Succeed())
 	})
 
 	It("follows a change of replicas: scales down and up", func() {
 		Expect(suite.Client.Create(ctx, workers("scale", 3, "Never").Obj())).To(Succeed())
-		livePods("scale", 3)
+		jobs.livePods("scale", 3)
 		setReplicas := func(n int32) {
 			Eventually(func(g Gomega) {
-				job := getJob(g, "scale")
+				job := jobs.get(g, "scale")
 				job.Spec.TFReplicaSpecs[worker].Replicas = &n
 				g.Expect(suite.Client.Update(ctx, job)).To(Succeed())
 			}).Should(Succeed())
 		}
 		setReplicas(1)
-		Expect(testutil.PodNames(livePods("scale", 1))).To(Equal([]string{"scale-worker-0"}))
+		Expect(testutil.PodNames(jobs.livePods("scale", 1))).To(Equal([]string{"scale-worker-0"}))
 		Eventually(func(g Gomega) {
 			svcs, err := testutil.JobServices(ctx, suite.Client, ns, "scale")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(svcs).To(HaveLen(1))
 		}).Should(Succeed())
 		setReplicas(4)
-		Expect(testutil.PodNames(livePods("scale", 4))).To(Equal([]string{"scale-worker-0", "scale-worker-1", "scale-worker-2", "scale-worker-3"}))
+		Expect(testutil.PodNames(jobs.livePods("scale", 4))).To(Equal([]string{"scale-worker-0", "scale-worker-1", "scale-worker-2", "scale-worker-3"}))
 	})
 
 	It("ignores a job that another controller manages (runPolicy.managedBy)", func() {
@@ -294,7 +259,7 @@ var _ = Describe("Job engine", func() {
 			pods, err := testutil.JobPods(ctx, suite.Client, ns, "elsewhere")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(pods).To(BeEmpty())
-			g.Expect(getJob(g, "elsewhere").Status.Conditions).To(BeEmpty())
+			g.Expect(jobs.get(g, "elsewhere").Status.Conditions).To(BeEmpty())
 		}, 2*time.Second).Should(Succeed())
 	})
 
@@ -338,17 +303,17 @@ var _ = Describe("Job engine", func() {
 		Eventually(crashed).Should(BeClosed())
 		Expect(crashing.Stop()).To(Succeed())
 
-		before := livePods("crash", 2)
+		before := jobs.livePods("crash", 2)
 		beforeUIDs := map[string]types.UID{}
 		for _, p := range before {
 			beforeUIDs[p.Name] = p.UID
 		}
 		// The status write of the dying pass never happened.
-		Expect(getJob(Default, "crash").Status.Conditions).To(BeEmpty())
+		Expect(jobs.get(Default, "crash").Status.Conditions).To(BeEmpty())
 
 		op, err = testutil.StartOperator(suite.Env.Config, []string{"tfjob"})
 		Expect(err).NotTo(HaveOccurred())
-		after := livePods("crash", 5)
+		after := jobs.livePods("crash", 5)
 		for _, p := range after {
 			if uid, ok := beforeUIDs[p.Name]; ok {
 				Expect(p.UID).To(Equal(uid), "pod %s was created before the crash and must be kept, not replaced", p.Name)
@@ -360,8 +325,8 @@ var _ = Describe("Job engine", func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(pods).To(HaveLen(5))
 		}, 2*time.Second).Should(Succeed())
-		runAll(after)
-		expectCondition("crash", "Running", "TFJobRunning")
-		expectCondition("crash", "Created", "TFJobCreated")
+		jobs.runAll(after)
+		jobs.expectCondition("crash", "Running", "TFJobRunning")
+		jobs.expectCondition("crash", "Created", "TFJobCreated")
 	})
 })

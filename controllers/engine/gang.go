@@ -44,9 +44,10 @@ func gangSpec(fw Framework, job Job) integrations.GangSpec {
 	for _, rtype := range orderedReplicaTypes(fw, job) {
 		spec := job.ReplicaSpecs()[rtype]
 		replicas = append(replicas, integrations.Replica{
-			Role:     integrations.RoleOf(string(rtype)),
-			Replicas: *spec.Replicas,
-			Template: &spec.Template,
+			Role:      integrations.RoleOf(string(rtype)),
+			Replicas:  *spec.Replicas,
+			MinMember: minMembers(job, rtype),
+			Template:  &spec.Template,
 		})
 	}
 	var policy integrations.SchedulingPolicy
@@ -152,26 +153,33 @@ func (r *Reconciler) setGangScheduled(s *scope, backend integrations.Backend, st
 	setCondition(s.status(), ConditionGangScheduled, status, reason, msg, s.now)
 }
 
-// unschedulablePods explains, per role, why pods are not placed: the first
-// (by name) unschedulable pod of each role, roles sorted.
+// unschedulablePods explains, per role, why pods are not placed: the
+// latest verdict on an unschedulable pod of each role (the first by name
+// among equally recent ones), roles sorted. The latest, because a
+// coscheduling scheduler marks a gang's first pods "cannot find enough
+// sibling pods" while the rest are still being created, and may not try
+// them again for minutes, while a later pod carries the real reason.
 func unschedulablePods(pods []*corev1.Pod) string {
-	byRole := map[string]string{}
+	byRole := map[string]corev1.PodCondition{}
 	sorted := slices.Clone(pods)
 	slices.SortFunc(sorted, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range sorted {
 		role := p.Labels[kubeflowv1.ReplicaTypeLabel]
-		if _, seen := byRole[role]; seen || isTerminating(p) || p.Spec.NodeName != "" {
+		if isTerminating(p) || p.Spec.NodeName != "" {
 			continue
 		}
 		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && c.Message != "" {
-				byRole[role] = c.Message
+			if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse || c.Reason != corev1.PodReasonUnschedulable || c.Message == "" {
+				continue
+			}
+			if seen, ok := byRole[role]; !ok || seen.LastTransitionTime.Before(&c.LastTransitionTime) {
+				byRole[role] = c
 			}
 		}
 	}
 	var parts []string
 	for _, role := range slices.Sorted(maps.Keys(byRole)) {
-		parts = append(parts, role+": "+byRole[role])
+		parts = append(parts, role+": "+byRole[role].Message)
 	}
 	return strings.Join(parts, "; ")
 }
@@ -210,6 +218,22 @@ func (r *Reconciler) deleteGang(ctx context.Context, s *scope, keep integrations
 		}
 		if err := b.DeletePodGroup(ctx, r.client, s.job); err != nil {
 			return fmt.Errorf("delete %s PodGroup: %w", b.Name(), err)
+		}
+	}
+	return nil
+}
+
+// minMembers is the gang policy's minimum for a replica type, nil when it
+// sets none. Keys match replica types in any letter case, as upstream
+// accepts replica types.
+func minMembers(job Job, rtype kubeflowv1.ReplicaType) *int32 {
+	gp := job.GetRunPolicy().GangPolicy
+	if gp == nil {
+		return nil
+	}
+	for k, v := range gp.MinMembers {
+		if strings.EqualFold(string(k), string(rtype)) {
+			return &v
 		}
 	}
 	return nil

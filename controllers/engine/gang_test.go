@@ -18,11 +18,13 @@ func TestUnschedulablePods(t *testing.T) {
 		}
 		return p
 	}
-	unschedulable := func(msg string) func(*corev1.Pod) {
+	unschedulableAt := func(msg string, at int64) func(*corev1.Pod) {
 		return func(p *corev1.Pod) {
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg}}
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+				Message: msg, LastTransitionTime: metav1.NewTime(time.Unix(at, 0))}}
 		}
 	}
+	unschedulable := func(msg string) func(*corev1.Pod) { return unschedulableAt(msg, 0) }
 	gpu := "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
 	cases := []struct {
 		name string
@@ -32,13 +34,21 @@ func TestUnschedulablePods(t *testing.T) {
 		{name: "no pods", want: ""},
 		{name: "pods not yet looked at", pods: []*corev1.Pod{pod("j-worker-0", "worker", nil)}, want: ""},
 		{
-			name: "one message per role, the first pod by name, roles sorted",
+			name: "one message per role, the first pod by name among equally recent ones, roles sorted",
 			pods: []*corev1.Pod{
 				pod("j-worker-1", "worker", unschedulable("other")),
 				pod("j-worker-0", "worker", unschedulable(gpu)),
 				pod("j-master-0", "master", unschedulable("0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.")),
 			},
 			want: "master: 0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.; worker: " + gpu,
+		},
+		{
+			name: "the latest verdict of a role wins over an earlier, stale one",
+			pods: []*corev1.Pod{
+				pod("j-worker-0", "worker", unschedulableAt("pod group has not enough sibling pods", 100)),
+				pod("j-worker-1", "worker", unschedulableAt(gpu, 160)),
+			},
+			want: "worker: " + gpu,
 		},
 		{
 			name: "bound, terminating and gated pods do not count",

@@ -51,6 +51,12 @@ func newPod(fw Framework, gang integrations.Backend, job Job, rtype kubeflowv1.R
 	}
 	pod.OwnerReferences = append(pod.OwnerReferences, *controllerRef(fw, job))
 	pod.Spec.RestartPolicy = podRestartPolicy(spec.RestartPolicy)
+	if gangRestartPolicy(job) != nil {
+		// The operator restarts the gang; the kubelet restarting one
+		// member in place would take it out of step with the rest.
+		pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+		stampGeneration(job, pod)
+	}
 	if gang != nil {
 		gang.DecoratePod(pod, job.GetName(), integrations.RoleOf(string(rtype)))
 	}

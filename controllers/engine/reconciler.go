@@ -10,11 +10,17 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	"github.com/troupe-ml/troupe/integrations"
@@ -79,7 +85,41 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	for _, gang := range r.gangs.All() {
 		b = b.Owns(gang.PodGroupType())
 	}
+	// A lost node changes none of its pods (no kubelet is left to write
+	// their status), yet it breaks their gangs: its readiness wakes them.
+	b = b.Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.jobsOnNode),
+		builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return nodeReady(e.ObjectOld.(*corev1.Node)) != nodeReady(e.ObjectNew.(*corev1.Node))
+			},
+			DeleteFunc:  func(event.DeleteEvent) bool { return true },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		}))
 	return b.Complete(r)
+}
+
+// jobsOnNode maps a node to the jobs of this framework with pods on it.
+func (r *Reconciler) jobsOnNode(ctx context.Context, node client.Object) []reconcile.Request {
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.MatchingLabels{kubeflowv1.OperatorNameLabel: r.fw.ControllerName()}); err != nil {
+		log.FromContext(ctx).Error(err, "list pods on a node whose readiness changed", "node", node.GetName())
+		return nil
+	}
+	seen := map[reconcile.Request]bool{}
+	var out []reconcile.Request
+	for _, p := range pods.Items {
+		ref := metav1.GetControllerOf(&p)
+		if p.Spec.NodeName != node.GetName() || ref == nil || ref.Kind != r.fw.GroupVersionKind().Kind {
+			continue
+		}
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}}
+		if !seen[req] {
+			seen[req] = true
+			out = append(out, req)
+		}
+	}
+	return out
 }
 
 // scope is one reconcile pass over one job.
@@ -100,6 +140,9 @@ type scope struct {
 	recreate []*corev1.Pod
 	// gang is the job's gang backend, nil for none.
 	gang integrations.Backend
+	// gangRestart is the job's whole-gang restart policy, nil when its
+	// members restart one by one.
+	gangRestart *gangRestarts
 }
 
 func (s *scope) status() *kubeflowv1.JobStatus { return s.job.GetJobStatus() }
@@ -131,6 +174,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		now:      metav1.NewTime(r.clock.Now()),
 	}
 	s.job.Default()
+	s.gangRestart = gangRestartPolicy(s.job)
 
 	err := r.reconcile(ctx, s)
 	if patchErr := r.patchStatus(ctx, s); patchErr != nil && err == nil {
@@ -209,6 +253,11 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) error {
 		}
 	}
 
+	if s.gangRestart != nil {
+		if hold, err := r.reconcileGangRestart(ctx, s); err != nil || hold {
+			return err
+		}
+	}
 	if admitted, err := r.syncGang(ctx, s); err != nil || !admitted {
 		return err
 	}
@@ -230,6 +279,9 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) error {
 	case pass.permanentFailure != "":
 		s.recreate = nil
 		r.failJob(s, kind+"Failed", fmt.Sprintf("%s %s has failed: %s", kind, s.job.GetName(), pass.permanentFailure))
+		return nil
+	case pass.gangRestart != nil:
+		r.restartGang(s, pass.gangRestart)
 		return nil
 	}
 	if pass.restarting != "" {

@@ -23,6 +23,8 @@ type replicaPass struct {
 	permanentFailure string
 	// backoffExceeded says which replacement would exceed backoffLimit.
 	backoffExceeded string
+	// gangRestart is the first event that restarts the whole gang.
+	gangRestart *gangTrigger
 }
 
 // listOwned reads the job's pods and services from the cache: those that
@@ -119,6 +121,21 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (replicaPa
 				}
 				continue
 			}
+			if s.gangRestart != nil {
+				t, err := r.gangMemberEvent(ctx, s, spec, pod)
+				if err != nil {
+					return pass, err
+				}
+				if t != nil {
+					if pass.gangRestart == nil {
+						pass.gangRestart = t
+					}
+					if pod.Status.Phase == corev1.PodFailed {
+						state.Failed++
+					}
+					continue
+				}
+			}
 			if isTerminating(pod) {
 				continue
 			}
@@ -150,6 +167,10 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (replicaPa
 			}
 		}
 		pass.replicas[rtype] = state
+	}
+
+	if s.gangRestart != nil && pass.gangRestart == nil {
+		pass.gangRestart = r.watchPartialGang(s)
 	}
 
 	// Pods and services beyond the desired replicas (a scale-down, or a

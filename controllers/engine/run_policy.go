@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -99,10 +100,11 @@ func (r *Reconciler) reconcileSuspended(ctx context.Context, s *scope) error {
 // what must stop, applies cleanPodPolicy, and deletes the job once
 // ttlSecondsAfterFinished has passed.
 func (r *Reconciler) reconcileFinished(ctx context.Context, s *scope) error {
-	// A deadline or an exhausted budget stops the pods that still run, as
+	// A deadline or an exhausted budget (backoffLimit, or a gang restart
+	// budget) stops the pods that still run, as
 	// batch/v1 Job does, whatever cleanPodPolicy keeps.
 	if c := findCondition(s.status(), ConditionFailed); c != nil && c.Status == corev1.ConditionTrue &&
-		(c.Reason == ReasonDeadlineExceeded || c.Reason == ReasonBackoffLimitExceeded) {
+		slices.Contains([]string{ReasonDeadlineExceeded, ReasonBackoffLimitExceeded, ReasonMaxRestartsExceeded, ReasonMaxDisruptionsExceeded}, c.Reason) {
 		if err := r.deletePods(ctx, s, isActive); err != nil {
 			return err
 		}

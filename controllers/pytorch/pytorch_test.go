@@ -2,6 +2,8 @@ package pytorch_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -342,5 +344,38 @@ var _ = Describe("PyTorchJob", func() {
 			g.Expect(testutil.ConditionTrue(&job.Status, "Running")).To(BeTrue())
 			g.Expect(testutil.ConditionTrue(&job.Status, "Restarting")).To(BeFalse())
 		}).Should(Succeed())
+	})
+
+	It("restarts examples/pytorchjob-gang-restart.yaml as a whole gang, ranks and all", func() {
+		manifest, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "examples", "pytorchjob-gang-restart.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		_, err = testutil.ApplyManifest(ctx, suite.Client, ns, string(manifest))
+		Expect(err).NotTo(HaveOccurred(), "the example users copy is valid")
+		var first []corev1.Pod
+		Eventually(func(g Gomega) { first = podsOf(g, "pytorch-gang", 3) }).Should(Succeed())
+		setPhase(corev1.PodRunning, first...)
+		Eventually(func(g Gomega) {
+			g.Expect(getJob(g, "pytorch-gang").Status.Gang).To(HaveField("StartTime", Not(BeNil())))
+		}).Should(Succeed())
+
+		Expect(testutil.FailPod(ctx, suite.Client, &first[2], 137)).To(Succeed())
+		var second []corev1.Pod
+		Eventually(func(g Gomega) {
+			job := getJob(g, "pytorch-gang")
+			g.Expect(job.Status.Gang.Restarts).To(Equal(int32(1)))
+			second = podsOf(g, "pytorch-gang", 3)
+			for i, p := range second {
+				g.Expect(p.Labels).To(HaveKeyWithValue(kubeflowv1.GangGenerationLabel, "1"))
+				g.Expect(p.UID).NotTo(Equal(first[i].UID))
+			}
+		}, 30*time.Second).Should(Succeed(), "the example's 5 s backoff, then the whole gang anew")
+		for i, p := range second {
+			Expect(envOf(&p, "RANK")).To(Equal(envOf(&first[i], "RANK")), "pod %s keeps its rank", p.Name)
+			Expect(p.Spec.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
+		}
+		Expect(getJob(Default, "pytorch-gang").Status.Gang.LastRestart).To(And(
+			HaveField("Trigger", kubeflowv1.GangRestartOnMemberFailed),
+			HaveField("Member", "pytorch-gang-worker-1"),
+			HaveField("ExitCode", HaveValue(Equal(int32(137))))))
 	})
 })

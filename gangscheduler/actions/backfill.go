@@ -102,6 +102,9 @@ func (b *Backfill) backfillJob(ssn *framework.Session, queue *api.QueueInfo, job
 		}
 		return true
 	}
+	// Asked before placing: a placed member would make a gang that lost
+	// every member look admitted (framework.Session.IsAdmitted).
+	admitted := ssn.IsAdmitted(job)
 	tasks := job.PendingTasks()
 	slices.SortStableFunc(tasks, ssn.TaskCompare)
 	for _, task := range tasks {
@@ -126,7 +129,7 @@ func (b *Backfill) backfillJob(ssn *framework.Session, queue *api.QueueInfo, job
 		stmt.Commit()
 		ready++
 		byRole[task.Role]++
-		if ssn.AdmissionEnabled() && !ssn.IsAdmitted(job) {
+		if ssn.AdmissionEnabled() && !admitted {
 			ssn.Admit(job)
 		}
 	}

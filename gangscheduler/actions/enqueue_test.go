@@ -236,9 +236,11 @@ func TestEnqueueQueues(t *testing.T) {
 // they would not fit now; a job short of pods is not admitted.
 func TestEnqueueSkipsAdmittedAndShortJobs(t *testing.T) {
 	node, _ := gpuNode("n1", 8, 0)
+	run0, run1 := gpuGang("run", 2, 8)[0], gpuGang("run", 2, 8)[1]
+	run0.Spec.NodeName = "n1" // a Running gang has members on nodes
 	c := cluster{
 		nodes: []*corev1.Node{node},
-		pods:  append(append(gpuGang("inq", 2, 8), gpuGang("run", 2, 8)...), gpuGang("short", 1, 1)...),
+		pods:  append(append(gpuGang("inq", 2, 8), run0, run1), gpuGang("short", 1, 1)...),
 		jobs: []*api.JobInfo{
 			withPhase(st.MakeJob("ns", "inq").MinMember(2).Obj(), api.JobInqueue),
 			withPhase(st.MakeJob("ns", "run").MinMember(2).Obj(), api.JobRunning),

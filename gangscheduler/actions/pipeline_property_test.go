@@ -106,7 +106,10 @@ func checkPipeline(t *testing.T, c cluster, seed uint64) pipelineStats {
 	for _, id := range ssn.Admitted() {
 		admittedNow[id] = true
 	}
-	admittedBefore := func(j *api.JobInfo) bool { return j.Phase != "" && j.Phase != api.JobPending }
+	// Admitted before: as a session that runs no action sees it (a gang
+	// whose PodGroup says Running with no member on a node is not).
+	unrun := run(t, c, plugins.WithQueueShare())
+	admittedBefore := func(j *api.JobInfo) bool { return unrun.IsAdmitted(unrun.Jobs[j.UID]) }
 
 	// What each queue held before, and was given.
 	held, given := map[api.QueueID]*api.Resource{}, map[api.QueueID]*api.Resource{}

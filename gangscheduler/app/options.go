@@ -28,6 +28,7 @@ type Options struct {
 	LeaderElectionNamespace string
 	MetricsBindAddress      string
 	HealthProbeBindAddress  string
+	PprofBindAddress        string
 	QPS                     float64
 	Burst                   int
 	BindWorkers             int
@@ -65,6 +66,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader-election Lease (default: the scheduler's own).")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; 0 turns it off.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints; 0 turns them off.")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address of Go's /debug/pprof endpoints, for profiling; empty or 0 turns them off.")
 	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the API server (binds and status writes).")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the API server.")
 	fs.IntVar(&o.BindWorkers, "bind-workers", o.BindWorkers, "Binds (and status writes) in flight at once.")

@@ -44,13 +44,13 @@ func TestParseFlags(t *testing.T) {
 			name: "every flag applied",
 			args: func(t *testing.T) []string {
 				return []string{"--scheduler-name=gang-b", "--leader-elect", "--leader-election-id=x", "--leader-election-namespace=troupe-system",
-					"--metrics-bind-address=0", "--health-probe-bind-address=:9000", "--kube-api-qps=1000", "--kube-api-burst=2000",
+					"--metrics-bind-address=0", "--health-probe-bind-address=:9000", "--pprof-bind-address=127.0.0.1:6060", "--kube-api-qps=1000", "--kube-api-burst=2000",
 					"--bind-workers=64", "--min-cycle-period=20ms", "--max-idle-period=5s",
 					"--config=" + writeFile(t, "plugins:\n- name: gang\n- name: predicates\n")}
 			},
 			check: func(t *testing.T, o *Options) {
 				if o.SchedulerName != "gang-b" || !o.LeaderElect || o.LeaderElectionID != "x" || o.LeaderElectionNamespace != "troupe-system" ||
-					o.MetricsBindAddress != "0" || o.HealthProbeBindAddress != ":9000" || o.QPS != 1000 || o.Burst != 2000 ||
+					o.MetricsBindAddress != "0" || o.HealthProbeBindAddress != ":9000" || o.PprofBindAddress != "127.0.0.1:6060" || o.QPS != 1000 || o.Burst != 2000 ||
 					o.BindWorkers != 64 || o.MinCyclePeriod != 20*time.Millisecond || o.MaxIdlePeriod != 5*time.Second {
 					t.Errorf("flags not applied: %+v", o)
 				}

@@ -372,7 +372,10 @@ var _ = Describe("troupe-scheduler", Serial, func() {
 			testutil.MakeNode(gpuNodes[1]).Capacity("16", "64Gi").GPU(4).Obj(),
 		)
 		gang := func(name, class string) {
-			create(testutil.MakePodGroup(name, ns).MinMember(2).PriorityClass(class).Obj())
+			// minResources as the operator writes it: 2 pods of 1 CPU and 4 GPUs.
+			pg := testutil.MakePodGroup(name, ns).MinMember(2).PriorityClass(class).Obj()
+			pg.Spec.MinResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), testutil.GPU: resource.MustParse("8")}
+			create(pg)
 			for i := range 2 {
 				create(testutil.MakeGangPod(name+"-"+string(rune('0'+i)), ns).Group(name).Request(corev1.ResourceCPU, "1").GPU(4).Obj())
 			}
@@ -417,7 +420,7 @@ var _ = Describe("troupe-scheduler", Serial, func() {
 		Expect(got).To(And(HaveKeyWithValue("high-0", ""), HaveKeyWithValue("high-1", "")), "bound while the victims still hold the GPUs")
 		Expect(counter("troupe_scheduler_preemptions_total", nil)).To(Equal(preemptionsBefore+1), "one victim gang, preempted once")
 
-		By("the kubelet's part: the victims terminate; the high gang binds whole")
+		By("the kubelet's part: the victims terminate, and their job's controller recreates them at once; the high gang binds whole")
 		for _, name := range []string{"low-0", "low-1"} {
 			Expect(suite.Client.Delete(ctx, getPod(Default, name), client.GracePeriodSeconds(0))).To(Succeed())
 		}
@@ -425,6 +428,16 @@ var _ = Describe("troupe-scheduler", Serial, func() {
 			got := placement(g)
 			g.Expect(got).NotTo(HaveKey("low-0"))
 			g.Expect(got).NotTo(HaveKey("low-1"))
+		}).Should(Succeed())
+		for i := range 2 {
+			create(testutil.MakeGangPod("low-"+string(rune('0'+i)), ns).Group("low").Request(corev1.ResourceCPU, "1").GPU(4).Obj())
+		}
+		Eventually(func(g Gomega) {
+			got := placement(g)
+			// The preempted gang gave its admission back: it does not take
+			// the freed GPUs (or its queue's share) from the preemptor.
+			g.Expect(got).To(And(HaveKeyWithValue("low-0", ""), HaveKeyWithValue("low-1", "")))
+			g.Expect(getPodGroup(g, "low").Status.Phase).To(Equal(schedulingv1alpha1.PodGroupPending))
 			g.Expect(got).To(HaveKeyWithValue("high-0", BeElementOf(gpuNodes)))
 			g.Expect(got).To(HaveKeyWithValue("high-1", BeElementOf(gpuNodes)))
 			g.Expect(got["high-0"]).NotTo(Equal(got["high-1"]), "4 GPUs per node hold one pod of 4")

@@ -14,8 +14,28 @@ func (ssn *Session) Admit(job *api.JobInfo) {
 
 // IsAdmitted reports whether a job may have tasks allocated: it was admitted
 // before this session (phase Inqueue or later) or by it.
+//
+// A gang that ran (Running or Unknown) and has no member left on a node was
+// preempted whole or torn down for a restart: its admission is spent, and
+// it is admitted afresh, in priority order with every other waiting gang.
+// Otherwise its recreated pods would take the room (and the queue share)
+// just freed for the gang that preempted it.
 func (ssn *Session) IsAdmitted(job *api.JobInfo) bool {
-	return job.Phase != api.JobPending && job.Phase != "" || ssn.admitted[job.UID]
+	if ssn.admitted[job.UID] {
+		return true
+	}
+	switch job.Phase {
+	case api.JobPending, "":
+		return false
+	case api.JobRunning, api.JobUnknown:
+		for _, t := range job.Tasks {
+			if t.Status.OccupiesNode() {
+				return true
+			}
+		}
+		return false
+	}
+	return true
 }
 
 // Admitted lists the jobs this session admitted, for the commit.

@@ -80,15 +80,26 @@ func TestEventsAndHooks(t *testing.T) {
 }
 
 // The admission gate: off, every job may be allocated; on, only admitted
-// ones (phase past Pending, or admitted by the session).
+// ones (phase past Pending, or admitted by the session). A gang that ran
+// and has no member left on a node (preempted whole) is admitted afresh.
 func TestAdmissionGate(t *testing.T) {
 	mk := func(name string, phase api.JobPhase) *api.JobInfo {
 		j := st.MakeJob("ns", name).Obj()
 		j.Phase = phase
 		return j
 	}
-	jobs := []*api.JobInfo{mk("unset", ""), mk("pending", api.JobPending), mk("inqueue", api.JobInqueue), mk("running", api.JobRunning)}
-	ssn := framework.OpenSession(st.MustSnapshot(nil, nil, jobs))
+	jobs := []*api.JobInfo{
+		mk("unset", ""), mk("pending", api.JobPending), mk("inqueue", api.JobInqueue), mk("running", api.JobRunning),
+		mk("unknown", api.JobUnknown), mk("lost-all", api.JobRunning), mk("lost-all-unknown", api.JobUnknown),
+	}
+	pods := []*corev1.Pod{
+		st.MakePod("ns", "running-0").Job("running").Node("n00").Phase(corev1.PodRunning).Obj(),
+		st.MakePod("ns", "unknown-0").Job("unknown").Node("n00").Phase(corev1.PodRunning).Obj(),
+		st.MakePod("ns", "unknown-1").Job("unknown").Obj(),
+		st.MakePod("ns", "lost-all-0").Job("lost-all").Obj(),
+		st.MakePod("ns", "lost-all-unknown-0").Job("lost-all-unknown").Obj(),
+	}
+	ssn := framework.OpenSession(st.MustSnapshot([]*corev1.Node{st.MakeNode("n00").Obj()}, pods, jobs))
 	for _, j := range jobs {
 		if !ssn.MayAllocate(j) {
 			t.Errorf("gate off: %s may not be allocated", j.Name)
@@ -99,7 +110,8 @@ func TestAdmissionGate(t *testing.T) {
 		t.Fatal("gate not on")
 	}
 	ssn.Admit(jobs[1])
-	want := map[string]bool{"unset": false, "pending": true, "inqueue": true, "running": true}
+	want := map[string]bool{"unset": false, "pending": true, "inqueue": true, "running": true,
+		"unknown": true, "lost-all": false, "lost-all-unknown": false}
 	for _, j := range jobs {
 		if got := ssn.MayAllocate(j); got != want[j.Name] {
 			t.Errorf("gate on: MayAllocate(%s) = %v, want %v", j.Name, got, want[j.Name])

@@ -74,8 +74,11 @@ type Update struct {
 //   - Unknown: the gang was Running and has lost members, but some are
 //     still bound or running; its controller is expected to replace them;
 //   - Inqueue: admitted (by this session's enqueue, or earlier) and not
-//     placed yet; a gang that lost every member also goes back here;
-//   - Pending: otherwise.
+//     placed yet;
+//   - Pending: otherwise. A gang that ran and lost every member (preempted
+//     whole, or torn down for a restart) comes back here: it gives its
+//     admission back, so the queue share it held goes to the gangs that
+//     wait (the preemptor first), and it is admitted afresh when it fits.
 //
 // Phase is recomputed every cycle from the pods, so a Failed gang whose
 // controller recreates its pods is scheduled again.
@@ -250,7 +253,7 @@ func phase(old schedulingv1alpha1.PodGroupPhase, c taskCounts, ready, admitted b
 		return schedulingv1alpha1.PodGroupRunning
 	case wasRunning && c.placed > 0:
 		return schedulingv1alpha1.PodGroupUnknown
-	case wasRunning || admitted || old == schedulingv1alpha1.PodGroupInqueue:
+	case admitted || (old == schedulingv1alpha1.PodGroupInqueue && !wasRunning):
 		return schedulingv1alpha1.PodGroupInqueue
 	}
 	return schedulingv1alpha1.PodGroupPending

@@ -245,11 +245,11 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
-			name: "a Running gang whose pods are all gone goes back to Inqueue",
-			g: Gang{PodGroup: pgWith(nil), Job: gang(3),
+			name: "a Running gang whose pods are all gone gives its admission back: Pending",
+			g: Gang{PodGroup: pgWith(nil), Job: gang(3, pending, pending, pending),
 				Old: schedulingv1alpha1.PodGroupStatus{Phase: "Running", ScheduleStartTime: ago(time.Hour), ScheduleEndTime: ago(time.Hour)}},
 			want: schedulingv1alpha1.PodGroupStatus{
-				Phase:      "Inqueue",
+				Phase: "Pending", ScheduleStartTime: ago(0),
 				Conditions: []metav1.Condition{{Type: "Scheduled", Status: "False", Reason: "Waiting", Message: "0 of minMember 3 pods bound"}},
 			},
 		},

@@ -83,12 +83,7 @@ var _ = Describe("Gang backend", func() {
 				EventuallyWithOffset(1, func(g Gomega) {
 					pods, err := testutil.JobPods(ctx, suite.Client, ns, name)
 					g.Expect(err).NotTo(HaveOccurred())
-					live = nil
-					for _, p := range pods {
-						if p.DeletionTimestamp == nil {
-							live = append(live, p)
-						}
-					}
+					live = testutil.Live(pods)
 					g.Expect(live).To(HaveLen(n))
 				}).Should(Succeed())
 				return live
@@ -188,6 +183,59 @@ var _ = Describe("Gang backend", func() {
 						g.Expect(pg.Queue).To(Equal("default"), "a job without a queue lands in the default one")
 					}
 				}).Should(Succeed())
+			})
+
+			if b.has.minTaskMember {
+				It("writes gangPolicy.minMembers as the per-role minimum", func() {
+					start()
+					job := mixedJob("minimums", 4)
+					job.Spec.RunPolicy.GangPolicy = &kubeflowv1.GangPolicy{MinMembers: map[kubeflowv1.ReplicaType]int32{"worker": 2}}
+					Expect(suite.Client.Create(ctx, job)).To(Succeed())
+					Eventually(func(g Gomega) {
+						pg := b.read(podGroupOf(g, b, "minimums"))
+						g.Expect(pg.MinTaskMember).To(Equal(map[string]int32{"chief": 1, "worker": 2}))
+						g.Expect(pg.MinMember).To(Equal(int32(5)), "minMember stays the whole gang unless minAvailable lowers it")
+					}).Should(Succeed())
+				})
+			}
+
+			It("restarts a broken gang as a new gang that the backend admits afresh", func() {
+				start()
+				job := mixedJob("regang", 2)
+				for _, spec := range job.Spec.TFReplicaSpecs {
+					spec.RestartPolicy = "ExitCode"
+				}
+				job.Spec.RunPolicy.GangPolicy = &kubeflowv1.GangPolicy{
+					RestartPolicy: kubeflowv1.GangRestartPolicyGang,
+					Backoff:       &kubeflowv1.GangBackoff{InitialSeconds: ptr.To[int32](0), MaxSeconds: ptr.To[int32](0)},
+				}
+				Expect(suite.Client.Create(ctx, job)).To(Succeed())
+				admit(b, "regang")
+				pods := livePods("regang", 3)
+				var uid types.UID
+				Eventually(func(g Gomega) { uid = podGroupOf(g, b, "regang").GetUID() }).Should(Succeed())
+				for i := range pods {
+					Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[i], corev1.PodRunning)).To(Succeed())
+				}
+				expectCondition("regang", engine.ConditionGangScheduled, corev1.ConditionTrue, engine.ReasonGangScheduled)
+
+				Expect(testutil.FailPod(ctx, suite.Client, &pods[2], 137)).To(Succeed())
+				var fresh client.Object
+				Eventually(func(g Gomega) {
+					fresh = podGroupOf(g, b, "regang")
+					g.Expect(fresh.GetUID()).NotTo(Equal(uid), "the PodGroup was reset")
+				}).Should(Succeed())
+				if b.admit != nil {
+					Consistently(podCount("regang"), quiet).Should(BeZero(), "no member of the new gang before the backend admits it")
+					admit(b, "regang")
+				}
+				for _, p := range livePods("regang", 3) {
+					Expect(p.Labels).To(HaveKeyWithValue(kubeflowv1.GangGenerationLabel, "1"))
+					Expect(p.Spec.SchedulerName).To(Equal(b.schedulerName))
+					Expect(b.groupOf(&p)).To(Equal("regang"))
+					Expect(p.UID).NotTo(BeElementOf(pods[0].UID, pods[1].UID, pods[2].UID))
+				}
+				expectCondition("regang", "Restarting", corev1.ConditionTrue, "MemberFailed")
 			})
 
 			It("marks every pod of every kind with its scheduler, group and role", func() {

@@ -121,6 +121,11 @@ type demo struct {
 	managers   []*manager
 	notes      []string
 	watched    []string
+	// story is what the demo did and saw once the table came up, for a
+	// terminal's table (elsewhere it goes out as steps).
+	story []string
+	// show is the gang restart (--show-gang-restart).
+	show *gangShow
 	// prepared: the state folder is this run's to stop and clean.
 	prepared bool
 }
@@ -142,6 +147,16 @@ func (d *demo) note(msg string) {
 	d.step("note: " + msg)
 }
 
+// tell says what happens while the table is shown: under a terminal's
+// table, which is redrawn in place, or else as a step.
+func (d *demo) tell(msg string) {
+	if d.tty && !d.opts.UntilRunning {
+		d.story = append(d.story, fmt.Sprintf("[%5.1fs] %s", time.Since(d.start).Seconds(), msg))
+		return
+	}
+	d.step(msg)
+}
+
 func (d *demo) run(ctx context.Context) error {
 	o := d.opts
 	if err := prepareStateDir(o.StateDir, d.step); err != nil {
@@ -155,6 +170,11 @@ func (d *demo) run(ctx context.Context) error {
 	examples, err := loadManifests(o.Examples)
 	if err != nil {
 		return err
+	}
+	if o.ShowGangRestart {
+		if d.show, err = newGangShow(o.gangExample, examples); err != nil {
+			return err
+		}
 	}
 
 	d.step("starting etcd and kube-apiserver (" + o.ControlPlaneDir + "), installing the CRDs of " + relPath(o.CRDDir))
@@ -341,22 +361,43 @@ func (d *demo) watch(ctx context.Context) error {
 		default:
 			snap = s
 		}
+		if snap != nil && d.show != nil {
+			if err := d.show.advance(ctx, d, snap); err != nil {
+				if o.UntilRunning || ctx.Err() != nil {
+					return err
+				}
+				// The cluster is still worth showing.
+				d.tell(fmt.Sprintf("stopped showing the gang restart: %v", err))
+				d.show = nil
+			}
+		}
 		if snap != nil {
-			v.Notes = d.notes
-			res := check(snap, d.watched)
+			v.Notes, v.Story = d.notes, d.story
 			if o.UntilRunning {
+				res := check(snap, d.watched)
 				status := statusLine(res, len(d.watched))
+				if d.show != nil {
+					gang := d.show.judge(snap)
+					if len(gang.Waiting) > 0 {
+						status += "; gang restart: waiting for " + strings.Join(gang.Waiting, " | ")
+					}
+					res = res.and(gang)
+				}
 				if status != lastStatus {
 					d.step(status)
 					lastStatus = status
 				}
-				if len(res.Misplaced) > 0 {
+				if res.broken() {
 					fmt.Fprint(d.out, "\n"+render(snap, v))
-					return fmt.Errorf("misplaced pods:\n  %s", strings.Join(res.Misplaced, "\n  "))
+					return brokenError(res)
 				}
 				if res.Done {
 					fmt.Fprint(d.out, "\n"+render(snap, v)+"\n")
-					d.step(fmt.Sprintf("OK: all %d example jobs Running, every pod on the right kind of node", len(d.watched)))
+					ok := fmt.Sprintf("OK: all %d example jobs Running, every pod on the right kind of node", len(d.watched))
+					if d.show != nil {
+						ok += "; " + d.show.display() + " restarted as a whole gang and Running again as generation 1"
+					}
+					d.step(ok)
 					return nil
 				}
 			} else {
@@ -385,12 +426,33 @@ func (d *demo) watch(ctx context.Context) error {
 		case <-deadline:
 			if snap != nil {
 				fmt.Fprint(d.out, "\n"+render(snap, v))
-				return fmt.Errorf("timed out after %v waiting for:\n  %s", o.Timeout, strings.Join(check(snap, d.watched).Waiting, "\n  "))
+				return fmt.Errorf("timed out after %v waiting for:\n  %s", o.Timeout, strings.Join(d.judge(snap).Waiting, "\n  "))
 			}
 			return fmt.Errorf("timed out after %v before the cluster could be read", o.Timeout)
 		case <-ticker.C:
 		}
 	}
+}
+
+// judge is the verdict on the examples and the gang restart.
+func (d *demo) judge(snap *snapshot) verdict {
+	res := check(snap, d.watched)
+	if d.show != nil {
+		res = res.and(d.show.judge(snap))
+	}
+	return res
+}
+
+// brokenError says why the run cannot succeed any more.
+func brokenError(res verdict) error {
+	var parts []string
+	if len(res.Misplaced) > 0 {
+		parts = append(parts, "misplaced pods:\n  "+strings.Join(res.Misplaced, "\n  "))
+	}
+	if len(res.Failed) > 0 {
+		parts = append(parts, "failed:\n  "+strings.Join(res.Failed, "\n  "))
+	}
+	return errors.New(strings.Join(parts, "\n"))
 }
 
 func statusLine(res verdict, jobs int) string {

@@ -45,10 +45,20 @@ func TestExamplesParse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		jobs := 0
 		for _, m := range ms {
-			if !isTrainingJob(m.Obj) {
-				t.Errorf("%s: %s is not a training job", filepath.Base(f), m.Obj.GetKind())
+			switch gvk := m.Obj.GroupVersionKind(); {
+			case isTrainingJob(m.Obj):
+				jobs++
+			// What a job names: its queue and its priority class.
+			case gvk.Group == "scheduling.troupe.dev" && gvk.Kind == "Queue",
+				gvk.Group == "scheduling.k8s.io" && gvk.Kind == "PriorityClass":
+			default:
+				t.Errorf("%s: %s is neither a training job nor a Queue or PriorityClass one uses", filepath.Base(f), m.Obj.GetKind())
 			}
+		}
+		if jobs == 0 {
+			t.Errorf("%s: no training job", filepath.Base(f))
 		}
 	}
 }

@@ -31,6 +31,10 @@ var DefaultExamples = []string{
 	"examples/mpijob-mixed.yaml",
 }
 
+// GangRestartExample is the job --show-gang-restart applies once the
+// examples run, and restarts as a whole gang.
+const GangRestartExample = "examples/pytorchjob-gang-restart.yaml"
+
 // Options are the demo's settings, one per flag.
 type Options struct {
 	StateDir            string
@@ -44,6 +48,10 @@ type Options struct {
 	Timeout             time.Duration
 	Refresh             time.Duration
 	NoControllerManager bool
+	ShowGangRestart     bool
+
+	// gangExample is GangRestartExample resolved, with --show-gang-restart.
+	gangExample string
 
 	// repoRoot is where relative defaults are resolved; found from the
 	// working directory.
@@ -59,6 +67,8 @@ func NewOptions() *Options {
 		GPUNodes: 4,
 		Timeout:  3 * time.Minute,
 		Refresh:  time.Second,
+
+		ShowGangRestart: true,
 	}
 }
 
@@ -79,9 +89,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	})
 	fs.IntVar(&o.CPUNodes, "cpu-nodes", o.CPUNodes, "Simulated CPU-only nodes (16 CPU, 64Gi, label node-pool=cpu).")
 	fs.IntVar(&o.GPUNodes, "gpu-nodes", o.GPUNodes, "Simulated GPU nodes (32 CPU, 256Gi, 8 nvidia.com/gpu, label node-pool=gpu, taint nvidia.com/gpu=present:NoSchedule).")
-	fs.BoolVar(&o.UntilRunning, "until-running", o.UntilRunning, "Smoke test: exit 0 once every example job's pods run on the right kind of node (GPU pods on GPU nodes, the others on CPU nodes) and every gang is Running; exit 1 on a misplaced pod or at --timeout.")
-	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "With --until-running: how long to wait for the cluster and the examples.")
+	fs.BoolVar(&o.UntilRunning, "until-running", o.UntilRunning, "Smoke test: exit 0 once every example job's pods run on the right kind of node (GPU pods on GPU nodes, the others on CPU nodes) and every gang is Running, and with --show-gang-restart once the restarted job is back as generation 1; exit 1 on a misplaced pod, a failed job, or at --timeout.")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "With --until-running: how long to wait for the cluster, the examples and the gang restart.")
 	fs.DurationVar(&o.Refresh, "refresh", o.Refresh, "How often the table is redrawn.")
+	fs.BoolVar(&o.ShowGangRestart, "show-gang-restart", o.ShowGangRestart, "Once the examples run, apply "+GangRestartExample+" (restartPolicy Gang), fail one of its workers with exit code 137 through kwok's chaos stage, and show the operator restart the whole gang as generation 1; --until-running then also waits for that restart. The job is deleted a while after the restart, giving its GPUs back.")
 	fs.BoolVar(&o.NoControllerManager, "no-controller-manager", o.NoControllerManager, "Do not run kube-controller-manager: the demo removes the nodes' not-ready taints itself, and nothing garbage-collects a deleted job's pods.")
 }
 
@@ -102,6 +113,9 @@ func (o *Options) Validate() error {
 	}
 	if o.UntilRunning && len(o.Examples) == 0 {
 		errs = append(errs, errors.New("--until-running: needs at least one manifest in --examples to wait for"))
+	}
+	if o.ShowGangRestart && o.GPUNodes == 0 {
+		errs = append(errs, fmt.Errorf("--show-gang-restart: the job it restarts (%s) runs on GPU nodes; pass --gpu-nodes of at least 1, or --show-gang-restart=false", GangRestartExample))
 	}
 	if o.Refresh < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("--refresh: must be at least 100ms, got %v", o.Refresh))
@@ -136,7 +150,7 @@ func ParseFlags(args []string, stderr io.Writer) (*Options, error) {
 // folder, the examples, and the binaries (built by the hack/ scripts when
 // no flag or environment names them; their progress goes to stderr).
 func (o *Options) resolve(stderr io.Writer) error {
-	if o.CRDDir == "" || o.ControlPlaneDir == "" || o.KwokDir == "" || hasRelative(o.Examples) {
+	if o.CRDDir == "" || o.ControlPlaneDir == "" || o.KwokDir == "" || hasRelative(o.Examples) || o.ShowGangRestart {
 		root, err := findRepoRoot()
 		if err != nil {
 			return err
@@ -157,6 +171,11 @@ func (o *Options) resolve(stderr io.Writer) error {
 			}
 			o.Examples[i] = abs
 		}
+	}
+	if o.ShowGangRestart {
+		// The repository's copy, even when the working directory has a
+		// file of that name.
+		o.gangExample = filepath.Join(o.repoRoot, GangRestartExample)
 	}
 	if o.ControlPlaneDir == "" {
 		o.ControlPlaneDir = os.Getenv("KUBEBUILDER_ASSETS")
@@ -214,7 +233,7 @@ func findRepoRoot() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", fmt.Errorf("run the demo inside the %s repository (no go.mod of that module above the working directory), or pass --crd-dir, --control-plane-dir, --kwok-dir and absolute --examples", modulePath)
+			return "", fmt.Errorf("run the demo inside the %s repository (no go.mod of that module above the working directory), or pass --crd-dir, --control-plane-dir, --kwok-dir, absolute --examples and --show-gang-restart=false", modulePath)
 		}
 		dir = parent
 	}

@@ -13,16 +13,16 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.CPUNodes != 3 || o.GPUNodes != 4 || o.UntilRunning || o.Timeout != 3*time.Minute || o.Refresh != time.Second ||
+	if o.CPUNodes != 3 || o.GPUNodes != 4 || o.UntilRunning || o.Timeout != 3*time.Minute || o.Refresh != time.Second || !o.ShowGangRestart ||
 		strings.Join(o.Examples, ",") != strings.Join(DefaultExamples, ",") || !filepath.IsAbs(o.StateDir) {
 		t.Errorf("unexpected defaults: %+v", o)
 	}
 
-	o, err = ParseFlags([]string{"--until-running", "--timeout=90s", "--examples=a.yaml, b.yaml", "--cpu-nodes=1", "--gpu-nodes=0", "--state-dir=rel"}, io.Discard)
+	o, err = ParseFlags([]string{"--until-running", "--timeout=90s", "--examples=a.yaml, b.yaml", "--cpu-nodes=1", "--gpu-nodes=0", "--show-gang-restart=false", "--state-dir=rel"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.UntilRunning || o.Timeout != 90*time.Second || strings.Join(o.Examples, ",") != "a.yaml,b.yaml" || o.CPUNodes != 1 || !filepath.IsAbs(o.StateDir) {
+	if !o.UntilRunning || o.Timeout != 90*time.Second || strings.Join(o.Examples, ",") != "a.yaml,b.yaml" || o.CPUNodes != 1 || o.ShowGangRestart || !filepath.IsAbs(o.StateDir) {
 		t.Errorf("flags not applied: %+v", o)
 	}
 
@@ -34,6 +34,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"--until-running", "--examples="}, []string{"--until-running: needs at least one manifest"}},
 		{[]string{"--cpu-nodes=0", "--gpu-nodes=0", "--refresh=1ms"}, []string{"at least one node", "--refresh: must be at least 100ms"}},
 		{[]string{"--state-dir="}, []string{"--state-dir: must not be empty"}},
+		{[]string{"--gpu-nodes=0"}, []string{"--show-gang-restart: the job it restarts (examples/pytorchjob-gang-restart.yaml) runs on GPU nodes; pass --gpu-nodes of at least 1, or --show-gang-restart=false"}},
+		{[]string{"--show-gang-restart=maybe"}, []string{`invalid boolean value "maybe" for -show-gang-restart`}},
 		{[]string{"extra"}, []string{"unexpected arguments"}},
 	} {
 		_, err := ParseFlags(tc.args, io.Discard)

@@ -15,10 +15,15 @@ type view struct {
 	// Notes are shown under the table (how the cluster was started,
 	// processes that stopped).
 	Notes []string
+	// Story is what the demo did and saw since the table came up (the
+	// gang restart it shows), one line each, shown under the table.
+	Story []string
 }
 
 // render draws the snapshot as a compact table: one row per pod, with its
-// job and the job's PodGroup phase on the job's first row.
+// job and the job's PodGroup phase on the job's first row and, for a job
+// that restarts as a whole gang, its generation and restarts on the
+// second.
 func render(snap *snapshot, v view) string {
 	var b strings.Builder
 	cpu, gpu, ready := 0, 0, 0
@@ -54,16 +59,25 @@ func render(snap *snapshot, v view) string {
 		if gang == "" {
 			gang = "-"
 		}
+		names := []string{j.display()}
+		if g := j.generationText(); g != "" {
+			names = append(names, "  "+g)
+		}
 		if len(j.Pods) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t-\t(no pods yet)\t\t\t\n", j.display(), gang)
-			continue
+			fmt.Fprintf(tw, "%s\t%s\t-\t(no pods yet)\t\t\t\n", names[0], gang)
 		}
 		for i, p := range j.Pods {
 			name, g := "", ""
+			if i < len(names) {
+				name = names[i]
+			}
 			if i == 0 {
-				name, g = j.display(), gang
+				g = gang
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, g, p.Role, p.Name, p.Phase, dash(p.Node), dash(p.NodeKind))
+		}
+		for i := max(len(j.Pods), 1); i < len(names); i++ {
+			fmt.Fprintf(tw, "%s\t\t\t\t\t\t\n", names[i])
 		}
 	}
 	_ = tw.Flush()
@@ -97,6 +111,20 @@ func render(snap *snapshot, v view) string {
 	for _, m := range res.Misplaced {
 		fmt.Fprintf(&b, "  MISPLACED %s\n", m)
 	}
+	for _, f := range res.Failed {
+		fmt.Fprintf(&b, "  FAILED %s\n", truncate(f, 300))
+	}
+	for _, j := range snap.Jobs {
+		if r := j.LastRestart; r != nil {
+			fmt.Fprintf(&b, "Last gang restart of %s, at %s: %s: %s\n", j.display(), r.Time.Format("15:04:05"), r.Trigger, truncate(r.Message, 160))
+		}
+	}
+	if len(v.Story) > 0 {
+		fmt.Fprintln(&b)
+		for _, line := range v.Story {
+			fmt.Fprintln(&b, line)
+		}
+	}
 	for _, n := range v.Notes {
 		fmt.Fprintf(&b, "Note: %s\n", n)
 	}
@@ -107,6 +135,19 @@ func render(snap *snapshot, v view) string {
 		}
 	}
 	return b.String()
+}
+
+// generationText is a gang-restarted job's generation and restart count,
+// e.g. "gen 1, 1 restart"; empty for other jobs.
+func (j jobRow) generationText() string {
+	if !j.GangRestarts {
+		return ""
+	}
+	s := fmt.Sprintf("gen %d, %s", j.Generation, plural(j.Restarts, "restart"))
+	if j.Disruptions > 0 {
+		s += ", " + plural(j.Disruptions, "disruption")
+	}
+	return s
 }
 
 func dash(s string) string {

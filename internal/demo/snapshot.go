@@ -12,8 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kfv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
@@ -62,7 +65,21 @@ type jobRow struct {
 	// Gang is the PodGroup's phase; empty while there is no PodGroup.
 	Gang        string
 	GangMessage string
-	Pods        []podRow
+	// Condition is the job's state: its most telling true condition
+	// (Failed, Succeeded, Suspended, Restarting, Running, Created), with
+	// that condition's reason and message.
+	Condition        string
+	ConditionReason  string
+	ConditionMessage string
+	// GangRestarts: the job restarts as a whole gang
+	// (spec.runPolicy.gangPolicy.restartPolicy Gang); Generation,
+	// Restarts, Disruptions and LastRestart are its status.gang.
+	GangRestarts bool
+	Generation   int32
+	Restarts     int32
+	Disruptions  int32
+	LastRestart  *kubeflowv1.GangRestart
+	Pods         []podRow
 }
 
 type podRow struct {
@@ -76,6 +93,20 @@ type podRow struct {
 	NodeKind string
 	GPUs     int64
 	Message  string
+	// Generation is the pod's troupe.dev/gang-generation label; empty on
+	// pods of jobs that do not restart as a gang.
+	Generation string
+	// ExitCode is the exit code of the pod's first terminated container.
+	ExitCode *int32
+}
+
+// job finds a job by its key; nil if the snapshot has none.
+func (s *snapshot) job(key string) *jobRow {
+	i := slices.IndexFunc(s.Jobs, func(j jobRow) bool { return j.key() == key })
+	if i < 0 {
+		return nil
+	}
+	return &s.Jobs[i]
 }
 
 // key is how the check names a job: Kind namespace/name.
@@ -129,6 +160,9 @@ func observe(ctx context.Context, c client.Reader) (*snapshot, error) {
 		}
 		for _, u := range list.Items {
 			row := &jobRow{Namespace: u.GetNamespace(), Kind: jk.kind, Name: u.GetName(), Expected: expectedPods(u.Object, jk.specs)}
+			if err := readJobStatus(row, u.Object); err != nil {
+				return nil, fmt.Errorf("%s %s/%s: %w", jk.kind, u.GetNamespace(), u.GetName(), err)
+			}
 			jobs[row.key()] = row
 		}
 	}
@@ -168,14 +202,16 @@ func observe(ctx context.Context, c client.Reader) (*snapshot, error) {
 		}
 		idx, _ := strconv.Atoi(p.Labels[kubeflowv1.ReplicaIndexLabel])
 		job.Pods = append(job.Pods, podRow{
-			Name:     p.Name,
-			Role:     p.Labels[kubeflowv1.ReplicaTypeLabel],
-			Index:    idx,
-			Phase:    podPhase(p),
-			Node:     p.Spec.NodeName,
-			NodeKind: kindOf[p.Spec.NodeName],
-			GPUs:     podGPUs(p),
-			Message:  unschedulableMessage(p),
+			Name:       p.Name,
+			Role:       p.Labels[kubeflowv1.ReplicaTypeLabel],
+			Index:      idx,
+			Phase:      podPhase(p),
+			Node:       p.Spec.NodeName,
+			NodeKind:   kindOf[p.Spec.NodeName],
+			GPUs:       podGPUs(p),
+			Message:    unschedulableMessage(p),
+			Generation: p.Labels[kubeflowv1.GangGenerationLabel],
+			ExitCode:   terminatedExitCode(p),
 		})
 	}
 
@@ -193,6 +229,51 @@ func observe(ctx context.Context, c client.Reader) (*snapshot, error) {
 	}
 	slices.SortFunc(snap.Jobs, func(a, b jobRow) int { return strings.Compare(a.key(), b.key()) })
 	return snap, nil
+}
+
+// conditionOrder ranks a job's conditions by what they tell: a finished
+// job's verdict first, then Suspended, Restarting and Running, which a job
+// holds one at a time, and Created last (it stays true for good).
+var conditionOrder = []kfv1.JobConditionType{
+	kfv1.JobFailed, kfv1.JobSucceeded, kfv1.JobSuspended, kfv1.JobRestarting, kfv1.JobRunning, kfv1.JobCreated,
+}
+
+// readJobStatus fills in the job's state from its status, and whether it
+// restarts as a whole gang from its spec.
+func readJobStatus(row *jobRow, obj map[string]any) error {
+	policy, _, _ := unstructured.NestedString(obj, "spec", "runPolicy", "gangPolicy", "restartPolicy")
+	row.GangRestarts = policy == string(kubeflowv1.GangRestartPolicyGang)
+	raw, ok, _ := unstructured.NestedMap(obj, "status")
+	if !ok {
+		return nil
+	}
+	var st kubeflowv1.JobStatus
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err != nil {
+		return fmt.Errorf("read status: %w", err)
+	}
+	for _, t := range conditionOrder {
+		i := slices.IndexFunc(st.Conditions, func(c kfv1.JobCondition) bool { return c.Type == t && c.Status == corev1.ConditionTrue })
+		if i >= 0 {
+			c := st.Conditions[i]
+			row.Condition, row.ConditionReason, row.ConditionMessage = string(c.Type), c.Reason, c.Message
+			break
+		}
+	}
+	if g := st.Gang; g != nil {
+		row.Generation, row.Restarts, row.Disruptions, row.LastRestart = g.Generation, g.Restarts, g.Disruptions, g.LastRestart
+	}
+	return nil
+}
+
+// terminatedExitCode is the exit code of the pod's first container that
+// has ended, if one has.
+func terminatedExitCode(p *corev1.Pod) *int32 {
+	for _, c := range p.Status.ContainerStatuses {
+		if t := c.State.Terminated; t != nil {
+			return &t.ExitCode
+		}
+	}
+	return nil
 }
 
 // roleOrder puts the job's coordinator first, then parameter servers,

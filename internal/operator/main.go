@@ -23,18 +23,22 @@ import (
 // The operator's permissions, generated into config/rbac by `make generate`.
 // Pods and pods/exec are listed because the MPI launcher's Role grants
 // them, and Kubernetes lets a controller grant only what it holds itself.
+// Leases are for leader election only (get, create, update, as
+// controller-runtime's lock needs); the Helm chart grants them in the
+// operator's own namespace only (hack/chartgen).
 //
 // +kubebuilder:rbac:groups=kubeflow.org,resources=tfjobs;pytorchjobs;mpijobs,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=kubeflow.org,resources=tfjobs/status;pytorchjobs/status;mpijobs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=pods;services;configmaps;serviceaccounts,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods/exec,verbs=create
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups=scheduling.troupe.dev,resources=podgroups,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 
 // Main parses the command line, validates it and runs the operator until
 // the context ends. It returns the process exit code: 2 for bad flags, 1

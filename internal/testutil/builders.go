@@ -64,6 +64,12 @@ func (b *ReplicaBuilder) Port(name string, port int32) *ReplicaBuilder {
 	return b
 }
 
+// TerminationGracePeriod sets the pods' terminationGracePeriodSeconds.
+func (b *ReplicaBuilder) TerminationGracePeriod(seconds int64) *ReplicaBuilder {
+	b.spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To(seconds)
+	return b
+}
+
 // NodeSelector sets the pod template's node selector.
 func (b *ReplicaBuilder) NodeSelector(k, v string) *ReplicaBuilder {
 	if b.spec.Template.Spec.NodeSelector == nil {
@@ -90,6 +96,7 @@ func (b RunPolicyBuilder) activeDeadline(s int64)            { b.rp.ActiveDeadli
 func (b RunPolicyBuilder) ttl(s int32)                       { b.rp.TTLSecondsAfterFinished = ptr.To(s) }
 func (b RunPolicyBuilder) suspend(v bool)                    { b.rp.Suspend = ptr.To(v) }
 func (b RunPolicyBuilder) clean(p kubeflowv1.CleanPodPolicy) { b.rp.CleanPodPolicy = ptr.To(p) }
+func (b RunPolicyBuilder) gang(gp kubeflowv1.GangPolicy)     { b.rp.GangPolicy = gp.DeepCopy() }
 func (b RunPolicyBuilder) minAvailable(n int32) {
 	if b.rp.SchedulingPolicy == nil {
 		b.rp.SchedulingPolicy = &kubeflowv1.SchedulingPolicy{}
@@ -145,6 +152,9 @@ func (b *TFJobBuilder) CleanPodPolicy(p kubeflowv1.CleanPodPolicy) *TFJobBuilder
 
 // MinAvailable sets runPolicy.schedulingPolicy.minAvailable.
 func (b *TFJobBuilder) MinAvailable(n int32) *TFJobBuilder { b.rp().minAvailable(n); return b }
+
+// GangPolicy sets runPolicy.gangPolicy.
+func (b *TFJobBuilder) GangPolicy(gp kubeflowv1.GangPolicy) *TFJobBuilder { b.rp().gang(gp); return b }
 
 // SuccessPolicy sets spec.successPolicy.
 func (b *TFJobBuilder) SuccessPolicy(p kubeflowv1.SuccessPolicy) *TFJobBuilder {

@@ -79,3 +79,9 @@ func (b *MPIJobBuilder) CleanPodPolicy(p kubeflowv1.CleanPodPolicy) *MPIJobBuild
 
 // Obj returns the MPIJob.
 func (b *MPIJobBuilder) Obj() *kubeflowv1.MPIJob { return b.job.DeepCopy() }
+
+// GangPolicy sets runPolicy.gangPolicy.
+func (b *MPIJobBuilder) GangPolicy(gp kubeflowv1.GangPolicy) *MPIJobBuilder {
+	b.rp().gang(gp)
+	return b
+}

@@ -98,3 +98,43 @@ func MarkUnschedulable(ctx context.Context, c client.Client, pod *corev1.Pod, ms
 		}}
 	})
 }
+
+// BindPod places a pod on a node through the binding subresource, as a
+// scheduler does. A bound pod stays Terminating when deleted until
+// something confirms its end: envtest has no kubelet to do it.
+func BindPod(ctx context.Context, c client.Client, pod *corev1.Pod, node string) error {
+	binding := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}
+	if err := c.SubResource("binding").Create(ctx, pod, binding); err != nil {
+		return err
+	}
+	return c.Get(ctx, client.ObjectKeyFromObject(pod), pod)
+}
+
+// SetNodeReady writes a node's Ready condition as its kubelet (true) or
+// the node lifecycle controller (false: the kubelet stopped posting
+// status) would, with the transition at since.
+func SetNodeReady(ctx context.Context, c client.Client, node *corev1.Node, ready bool, since time.Time) error {
+	status, reason := corev1.ConditionTrue, "KubeletReady"
+	if !ready {
+		status, reason = corev1.ConditionUnknown, "NodeStatusUnknown"
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			return err
+		}
+		var conds []corev1.NodeCondition
+		for _, cond := range node.Status.Conditions {
+			if cond.Type != corev1.NodeReady {
+				conds = append(conds, cond)
+			}
+		}
+		node.Status.Conditions = append(conds, corev1.NodeCondition{
+			Type: corev1.NodeReady, Status: status, Reason: reason,
+			LastHeartbeatTime: metav1.NewTime(since), LastTransitionTime: metav1.NewTime(since),
+		})
+		return c.Status().Update(ctx, node)
+	})
+}

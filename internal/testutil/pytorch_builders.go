@@ -79,3 +79,9 @@ func (b *PyTorchJobBuilder) MinAvailable(n int32) *PyTorchJobBuilder {
 
 // Obj returns the PyTorchJob.
 func (b *PyTorchJobBuilder) Obj() *kubeflowv1.PyTorchJob { return b.job.DeepCopy() }
+
+// GangPolicy sets runPolicy.gangPolicy.
+func (b *PyTorchJobBuilder) GangPolicy(gp kubeflowv1.GangPolicy) *PyTorchJobBuilder {
+	b.rp().gang(gp)
+	return b
+}

@@ -70,3 +70,14 @@ func ConditionTrue(status *kubeflowv1.JobStatus, ctype kubeflowv1.JobConditionTy
 	c := Condition(status, ctype)
 	return c != nil && c.Status == corev1.ConditionTrue
 }
+
+// Live returns the pods that are not terminating.
+func Live(pods []corev1.Pod) []corev1.Pod {
+	var out []corev1.Pod
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}

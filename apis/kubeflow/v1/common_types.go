@@ -44,6 +44,11 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.schedulingPolicy) || !has(self.schedulingPolicy.scheduleTimeoutSeconds) || self.schedulingPolicy.scheduleTimeoutSeconds >= 0",message="runPolicy.schedulingPolicy.scheduleTimeoutSeconds: must be greater than or equal to 0",fieldPath=".schedulingPolicy.scheduleTimeoutSeconds"
 type RunPolicy struct {
 	kfv1.RunPolicy `json:",inline"`
+
+	// GangPolicy holds Troupe's gang fields: per-replica minimums and
+	// whole-gang restarts. Without it the job behaves as upstream's.
+	// +optional
+	GangPolicy *GangPolicy `json:"gangPolicy,omitempty"`
 }
 
 // JobStatus is upstream's JobStatus plus the counters Troupe keeps so that
@@ -57,6 +62,11 @@ type JobStatus struct {
 	// limits.
 	// +optional
 	RecreatedPods int32 `json:"recreatedPods,omitempty"`
+
+	// Gang is the state of whole-gang restarts, for jobs whose
+	// runPolicy.gangPolicy.restartPolicy is Gang.
+	// +optional
+	Gang *GangStatus `json:"gang,omitempty"`
 }
 
 // ManagedByTrainingOperator is the runPolicy.managedBy value (or its absence)

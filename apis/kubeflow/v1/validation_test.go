@@ -43,11 +43,26 @@ func set(path string, v interface{}) mod {
 			}
 			m = next
 		}
-		if n, ok := v.(int); ok {
-			v = int64(n)
-		}
-		m[keys[len(keys)-1]] = v
+		m[keys[len(keys)-1]] = int64s(v)
 	}
+}
+
+// int64s turns the ints of a value written in a test into the int64s that
+// unstructured objects hold (it cannot deep-copy an int).
+func int64s(v interface{}) interface{} {
+	switch t := v.(type) {
+	case int:
+		return int64(t)
+	case obj:
+		for k, e := range t {
+			t[k] = int64s(e)
+		}
+	case []interface{}:
+		for i, e := range t {
+			t[i] = int64s(e)
+		}
+	}
+	return v
 }
 
 // del removes the value at a dotted path.
@@ -438,6 +453,53 @@ var _ = Describe("Job validation", func() {
 		Entry("MPIJob: empty mpiReplicaSpecs",
 			mpiJob(set("spec.mpiReplicaSpecs", obj{})),
 			"spec.mpiReplicaSpecs", "should have at least 1 properties"),
+
+		// Gang policy.
+		Entry("TFJob: gang restart with a replica restartPolicy Always",
+			tfJob(set("spec.runPolicy.gangPolicy.restartPolicy", "Gang"), set("spec.tfReplicaSpecs.Worker.restartPolicy", "Always")),
+			"spec.tfReplicaSpecs", "tfReplicaSpecs[Worker].restartPolicy: Always is not allowed with runPolicy.gangPolicy.restartPolicy Gang"),
+		Entry("PyTorchJob: gang restart with a replica restartPolicy Always",
+			pytorchJob(set("spec.runPolicy.gangPolicy.restartPolicy", "Gang"), set("spec.pytorchReplicaSpecs.Master.restartPolicy", "Always")),
+			"spec.pytorchReplicaSpecs", "pytorchReplicaSpecs[Master].restartPolicy: Always is not allowed"),
+		Entry("MPIJob: gang restart with a replica restartPolicy Always",
+			mpiJob(set("spec.runPolicy.gangPolicy.restartPolicy", "Gang"), set("spec.mpiReplicaSpecs.Worker.restartPolicy", "Always")),
+			"spec.mpiReplicaSpecs", "mpiReplicaSpecs[Worker].restartPolicy: Always is not allowed"),
+		Entry("TFJob: unknown gangPolicy.restartPolicy",
+			tfJob(set("spec.runPolicy.gangPolicy.restartPolicy", "Job")),
+			"spec.runPolicy.gangPolicy.restartPolicy", `Unsupported value: "Job"`, `"Pod", "Gang"`),
+		Entry("PyTorchJob: unknown restartOn event",
+			pytorchJob(set("spec.runPolicy.gangPolicy.restartOn", []interface{}{"MemberFailed", "PodOOM"})),
+			"spec.runPolicy.gangPolicy.restartOn[1]", `Unsupported value: "PodOOM"`, `"MemberFailed", "MemberEvicted", "NodeLost", "GangBroken"`),
+		Entry("MPIJob: restartOn event twice",
+			mpiJob(set("spec.runPolicy.gangPolicy.restartOn", []interface{}{"NodeLost", "NodeLost"})),
+			"spec.runPolicy.gangPolicy.restartOn[1]", "Duplicate value"),
+		Entry("TFJob: negative maxRestarts",
+			tfJob(set("spec.runPolicy.gangPolicy.maxRestarts", -1)),
+			"spec.runPolicy.gangPolicy.maxRestarts", "should be greater than or equal to 0"),
+		Entry("PyTorchJob: negative maxDisruptions",
+			pytorchJob(set("spec.runPolicy.gangPolicy.maxDisruptions", -2)),
+			"spec.runPolicy.gangPolicy.maxDisruptions", "should be greater than or equal to 0"),
+		Entry("MPIJob: negative backoff.initialSeconds",
+			mpiJob(set("spec.runPolicy.gangPolicy.backoff.initialSeconds", -1)),
+			"spec.runPolicy.gangPolicy.backoff.initialSeconds", "should be greater than or equal to 0"),
+		Entry("TFJob: backoff.maxSeconds below initialSeconds",
+			tfJob(set("spec.runPolicy.gangPolicy.backoff.initialSeconds", 60), set("spec.runPolicy.gangPolicy.backoff.maxSeconds", 30)),
+			"spec.runPolicy.gangPolicy.backoff.maxSeconds", "gangPolicy.backoff.maxSeconds: must not be smaller than gangPolicy.backoff.initialSeconds"),
+		Entry("PyTorchJob: partialGangTimeoutSeconds 0",
+			pytorchJob(set("spec.runPolicy.gangPolicy.partialGangTimeoutSeconds", 0)),
+			"spec.runPolicy.gangPolicy.partialGangTimeoutSeconds", "should be greater than or equal to 1"),
+		Entry("MPIJob: negative nodeLostTimeoutSeconds",
+			mpiJob(set("spec.runPolicy.gangPolicy.nodeLostTimeoutSeconds", -5)),
+			"spec.runPolicy.gangPolicy.nodeLostTimeoutSeconds", "should be greater than or equal to 0"),
+		Entry("TFJob: minMembers for a replica type the job does not have",
+			tfJob(set("spec.runPolicy.gangPolicy.minMembers", obj{"PS": 1})),
+			"spec.runPolicy.gangPolicy.minMembers", "runPolicy.gangPolicy.minMembers[PS]: not a replica type of this job"),
+		Entry("PyTorchJob: minMembers above the replicas",
+			pytorchJob(set("spec.runPolicy.gangPolicy.minMembers", obj{"worker": 2})),
+			"spec.runPolicy.gangPolicy.minMembers", "runPolicy.gangPolicy.minMembers[worker]: must not be greater than the replicas of that replica type"),
+		Entry("MPIJob: negative minMembers",
+			mpiJob(set("spec.runPolicy.gangPolicy.minMembers", obj{"Worker": -1})),
+			"spec.runPolicy.gangPolicy.minMembers", "gangPolicy.minMembers[Worker]: must be greater than or equal to 0"),
 	)
 
 	DescribeTable("accepts boundary values that are valid, and stores them unchanged",
@@ -486,7 +548,47 @@ var _ = Describe("Job validation", func() {
 			set("spec.nprocPerNode", "auto"))),
 		Entry("MPIJob: no replicas on the Launcher (defaults to 1)",
 			mpiJob(del("spec.mpiReplicaSpecs.Launcher.replicas"))),
+		Entry("TFJob: gang restart on every event, zero budgets and backoff, minMembers in other letter case", tfJob(
+			set("spec.tfReplicaSpecs.Worker.restartPolicy", "ExitCode"),
+			set("spec.tfReplicaSpecs.Chief", replica(1, "tensorflow")),
+			set("spec.runPolicy.gangPolicy", obj{
+				"restartPolicy":             "Gang",
+				"restartOn":                 []interface{}{"MemberFailed", "MemberEvicted", "NodeLost", "GangBroken"},
+				"maxRestarts":               0,
+				"maxDisruptions":            0,
+				"backoff":                   obj{"initialSeconds": 0, "maxSeconds": 0},
+				"partialGangTimeoutSeconds": 1,
+				"nodeLostTimeoutSeconds":    0,
+				"minMembers":                obj{"worker": 2, "Chief": 0},
+			}))),
+		Entry("PyTorchJob: gang restart under OnFailure, minMembers equal to replicas (unset replicas count as 1)", pytorchJob(
+			del("spec.pytorchReplicaSpecs.Master.replicas"),
+			set("spec.pytorchReplicaSpecs.Worker.restartPolicy", "OnFailure"),
+			set("spec.runPolicy.gangPolicy.restartPolicy", "Gang"),
+			set("spec.runPolicy.gangPolicy.minMembers", obj{"Master": 1, "Worker": 1}))),
+		Entry("MPIJob: restartPolicy Always with the default (Pod) gang policy", mpiJob(
+			set("spec.mpiReplicaSpecs.Worker.restartPolicy", "Always"),
+			set("spec.runPolicy.gangPolicy.maxRestarts", 5))),
 	)
+
+	It("defaults the gang policy's fields in the schema, and nothing when gangPolicy is absent", func(ctx context.Context) {
+		u, err := create(ctx, pytorchJob(set("spec.runPolicy.gangPolicy.restartPolicy", "Gang")))
+		Expect(err).NotTo(HaveOccurred())
+		stored := get(ctx, "PyTorchJob", u.GetName())
+		gp, _, _ := unstructured.NestedMap(stored.Object, "spec", "runPolicy", "gangPolicy")
+		Expect(normalize(gp)).To(Equal(normalize(obj{
+			"restartPolicy":             "Gang",
+			"maxRestarts":               3,
+			"partialGangTimeoutSeconds": 300,
+			"nodeLostTimeoutSeconds":    60,
+		})))
+
+		u, err = create(ctx, pytorchJob())
+		Expect(err).NotTo(HaveOccurred())
+		stored = get(ctx, "PyTorchJob", u.GetName())
+		_, found, _ := unstructured.NestedFieldNoCopy(stored.Object, "spec", "runPolicy", "gangPolicy")
+		Expect(found).To(BeFalse(), "an upstream manifest gained a gangPolicy")
+	})
 
 	It("keeps the pod template's labels and annotations", func(ctx context.Context) {
 		// Kueue, Istio and Prometheus read these; the operator copies them

@@ -1,0 +1,56 @@
+package engine_test
+
+import (
+	"context"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	"github.com/troupe-ml/troupe/internal/testutil"
+)
+
+// tfJobs drives the TFJobs of one spec's namespace: it reads them, waits
+// for their conditions and pods, and plays the kubelet for their pods.
+type tfJobs struct {
+	ctx context.Context
+	ns  string
+}
+
+func (j *tfJobs) get(g Gomega, name string) *kubeflowv1.TFJob {
+	job := &kubeflowv1.TFJob{}
+	g.ExpectWithOffset(1, suite.Client.Get(j.ctx, client.ObjectKey{Namespace: j.ns, Name: name}, job)).To(Succeed())
+	return job
+}
+
+// livePods waits for exactly n pods of the job that are not terminating.
+func (j *tfJobs) livePods(name string, n int) []corev1.Pod {
+	var live []corev1.Pod
+	EventuallyWithOffset(1, func(g Gomega) {
+		pods, err := testutil.JobPods(j.ctx, suite.Client, j.ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		live = testutil.Live(pods)
+		g.Expect(live).To(HaveLen(n))
+	}).Should(Succeed())
+	return live
+}
+
+func (j *tfJobs) runAll(pods []corev1.Pod) {
+	for i := range pods {
+		ExpectWithOffset(1, testutil.SetPodPhase(j.ctx, suite.Client, &pods[i], corev1.PodRunning)).To(Succeed())
+	}
+}
+
+// expectCondition waits until the job has ctype true with reason.
+func (j *tfJobs) expectCondition(name string, ctype kubeflowv1.JobConditionType, reason string) *kubeflowv1.TFJob {
+	var job *kubeflowv1.TFJob
+	EventuallyWithOffset(1, func(g Gomega) {
+		job = j.get(g, name)
+		c := testutil.Condition(&job.Status, ctype)
+		g.Expect(c).NotTo(BeNil(), "conditions: %+v, gang: %+v", job.Status.Conditions, job.Status.Gang)
+		g.Expect(c.Status).To(Equal(corev1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(reason), c.Message)
+	}).Should(Succeed())
+	return job
+}

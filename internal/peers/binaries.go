@@ -1,0 +1,30 @@
+package peers
+
+import (
+	"fmt"
+	"os"
+)
+
+// The environment variables `make e2e` sets to the binaries
+// hack/peer-schedulers.sh built.
+const (
+	VolcanoBinaryEnv      = "TROUPE_VOLCANO_SCHEDULER"
+	CoschedulingBinaryEnv = "TROUPE_COSCHEDULING_SCHEDULER"
+)
+
+// VolcanoBinary is the vc-scheduler binary $TROUPE_VOLCANO_SCHEDULER names.
+func VolcanoBinary() (string, error) { return binaryFromEnv(VolcanoBinaryEnv, "volcano") }
+
+// CoschedulingBinary is the kube-scheduler binary
+// $TROUPE_COSCHEDULING_SCHEDULER names.
+func CoschedulingBinary() (string, error) {
+	return binaryFromEnv(CoschedulingBinaryEnv, "coscheduling")
+}
+
+func binaryFromEnv(env, peer string) (string, error) {
+	path := os.Getenv(env)
+	if path == "" {
+		return "", fmt.Errorf("%s is not set: run `make e2e`, or export %s=$(hack/peer-schedulers.sh %s)", env, env, peer)
+	}
+	return path, nil
+}

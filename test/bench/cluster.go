@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/test/bench/measure"
+)
+
+// scheme knows every PodGroup dialect the harness writes.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(schedulingv1alpha1.AddToScheme(s))
+	utilruntime.Must(volcanov1beta1.AddToScheme(s))
+	utilruntime.Must(spv1alpha1.AddToScheme(s))
+	return s
+}()
+
+// cluster is one run's fresh kube-apiserver and etcd.
+type cluster struct {
+	env *envtest.Environment
+	// cfg is the harness's own: fast, since setup is not measured.
+	cfg       *rest.Config
+	client    client.Client
+	clientset kubernetes.Interface
+	// kubeconfig is a file with an admin user for the placer.
+	kubeconfig string
+	// apiserver and etcd are the processes' pids, for their CPU time.
+	apiserver, etcd []int
+	logs            []io.Closer
+}
+
+// startCluster starts etcd and kube-apiserver from binDir with the CRDs of
+// crdDirs, their logs and the placer's kubeconfig in dir.
+func startCluster(binDir string, crdDirs []string, dir string) (*cluster, error) {
+	c := &cluster{}
+	open := func(name string) (*os.File, error) {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err == nil {
+			c.logs = append(c.logs, f)
+		}
+		return f, err
+	}
+	etcdLog, err := open("etcd.log")
+	if err != nil {
+		return nil, err
+	}
+	apiLog, err := open("kube-apiserver.log")
+	if err != nil {
+		c.closeLogs()
+		return nil, err
+	}
+	c.env = &envtest.Environment{
+		BinaryAssetsDirectory: binDir,
+		CRDDirectoryPaths:     crdDirs,
+		ErrorIfCRDPathMissing: true,
+		UseExistingCluster:    ptr.To(false),
+		Scheme:                scheme,
+		// Two cores, and the last run's processes may still be exiting.
+		ControlPlaneStartTimeout: time.Minute,
+		ControlPlaneStopTimeout:  30 * time.Second,
+		ControlPlane: envtest.ControlPlane{
+			Etcd:      &envtest.Etcd{Path: filepath.Join(binDir, "etcd"), Out: etcdLog, Err: etcdLog},
+			APIServer: &envtest.APIServer{Path: filepath.Join(binDir, "kube-apiserver"), Out: apiLog, Err: apiLog},
+		},
+	}
+	cfg, err := c.env.Start()
+	if err != nil {
+		c.closeLogs()
+		return nil, fmt.Errorf("start the control plane from %s: %w", binDir, err)
+	}
+	if err := c.connect(cfg, dir); err != nil {
+		_ = c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *cluster) connect(cfg *rest.Config, dir string) error {
+	c.cfg = rest.CopyConfig(cfg)
+	c.cfg.QPS, c.cfg.Burst = 5000, 5000
+	var err error
+	if c.client, err = client.New(c.cfg, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	if c.clientset, err = kubernetes.NewForConfig(c.cfg); err != nil {
+		return err
+	}
+	// The placer is its own user, with every right, as a scheduler
+	// deployed with cluster-admin would be.
+	user, err := c.env.AddUser(envtest.User{Name: "bench-placer", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("add the placer's user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	c.kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(c.kubeconfig, kc, 0o600); err != nil {
+		return err
+	}
+	procs := measure.ChildrenNamed("kube-apiserver", "etcd")
+	c.apiserver, c.etcd = procs["kube-apiserver"], procs["etcd"]
+	if len(c.apiserver) != 1 || len(c.etcd) != 1 {
+		return fmt.Errorf("found %d kube-apiserver and %d etcd processes started by the harness, want one each", len(c.apiserver), len(c.etcd))
+	}
+	return nil
+}
+
+// metrics reads the API server's /metrics.
+func (c *cluster) metrics(ctx context.Context) ([]measure.Sample, error) {
+	raw, err := c.clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").Do(ctx).Raw()
+	if err != nil {
+		return nil, fmt.Errorf("read the API server's metrics: %w", err)
+	}
+	return measure.ParseText(bytes.NewReader(raw))
+}
+
+func (c *cluster) stop() error {
+	err := c.env.Stop()
+	c.closeLogs()
+	return err
+}
+
+func (c *cluster) closeLogs() {
+	for _, l := range c.logs {
+		_ = l.Close()
+	}
+}

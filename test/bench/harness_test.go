@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/troupe-ml/troupe/internal/testutil"
+	"github.com/troupe-ml/troupe/test/bench/measure"
+	"github.com/troupe-ml/troupe/test/bench/nullbinder"
+	"github.com/troupe-ml/troupe/test/bench/placer"
+	"github.com/troupe-ml/troupe/test/bench/report"
+)
+
+// TestMain lets the test binary stand in for the bench binary: the null
+// placer re-executes it with the null-binder subcommand.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == NullBinderCommand {
+		os.Exit(nullbinder.Main(ctrl.SetupSignalHandler(), os.Args[2:], os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func TestHarness(t *testing.T) {
+	ctrl.SetLogger(GinkgoLogr)
+	testutil.RunSuite(t, "Benchmark harness")
+}
+
+// smokeOptions are the harness's settings for the null binder at a tiny
+// scale, on the control plane `make test` builds.
+func smokeOptions(dir string) *Options {
+	o := NewOptions()
+	o.ControlPlaneDir = os.Getenv("KUBEBUILDER_ASSETS")
+	root := testutil.RepoRoot()
+	o.CRDDirs = filepath.Join(root, "config", "crd", "bases") + "," + filepath.Join(root, "config", "crd", "peers")
+	o.WorkDir = dir
+	o.Placers = PlacerNull
+	o.Scale = 0.02
+	o.Hold = 500 * time.Millisecond
+	o.Settle = 10 * time.Second
+	o.RunTimeout = time.Minute
+	o.Check = true
+	return o
+}
+
+var _ = Describe("a run", func() {
+	It("measures every gang of S3, charges the placer only its own writes, and stops its control plane", func(ctx context.Context) {
+		opts := smokeOptions(GinkgoT().TempDir())
+		// The null binder binds everything at once: the gangs must end
+		// about as soon as they are up for the harness to delete some.
+		opts.Hold = time.Millisecond
+		Expect(opts.Validate()).To(Succeed())
+		exe, err := os.Executable()
+		Expect(err).NotTo(HaveOccurred())
+		var s3 = opts.ScenarioList()[2]
+		Expect(s3.Name).To(Equal("S3"))
+
+		r := (&run{opts: opts, scenario: s3, placer: placer.Null{Exe: exe, Subcommand: NullBinderCommand},
+			dir: filepath.Join(opts.WorkDir, "S3-null"), log: GinkgoWriter}).do(ctx)
+
+		Expect(r.Err).NotTo(HaveOccurred())
+		Expect(r.Throughput.Pods).To(Equal(s3.Pods()), "every pod bound once")
+		Expect(r.Throughput.Gangs).To(Equal(s3.Gangs))
+		Expect(r.Partial).To(BeEmpty())
+		Expect(r.NeverUp).To(BeEmpty())
+		// The harness deleted gangs (pods and PodGroups) during the run;
+		// only the binds are the null binder's.
+		Expect(r.Quality.Masters).To(BeNumerically("<", s3.Gangs), "some gangs were deleted")
+		Expect(r.Writes).To(Equal(measure.Writes{"POST pods/binding": float64(s3.Pods())}))
+		Expect(r.PlacerCPU).To(BeNumerically(">", 0))
+		Expect(r.APIServerCPU).To(BeNumerically(">", 0))
+		Expect(r.EtcdCPU).To(BeNumerically(">", 0))
+		Expect(measure.ChildrenNamed("kube-apiserver", "etcd")).To(BeEmpty(), "the run's control plane is stopped")
+	}, SpecTimeout(2*time.Minute))
+
+	It("writes the results into the generated section of a document, keeping its prose", func(ctx context.Context) {
+		opts := smokeOptions(GinkgoT().TempDir())
+		opts.Scenarios = "S1,Q"
+		opts.Out = filepath.Join(GinkgoT().TempDir(), "benchmarks.md")
+		opts.Command = "make bench-smoke"
+		Expect(os.WriteFile(opts.Out, []byte("# Benchmarks\n\nHand-written analysis.\n"), 0o644)).To(Succeed())
+		var stdout strings.Builder
+
+		Expect(Run(ctx, opts, &stdout, GinkgoWriter)).To(Succeed())
+
+		raw, err := os.ReadFile(opts.Out)
+		Expect(err).NotTo(HaveOccurred())
+		doc := string(raw)
+		Expect(doc).To(HavePrefix("# Benchmarks\n\nHand-written analysis.\n\n" + report.BeginMarker))
+		Expect(doc).To(ContainSubstring("```sh\nmake bench-smoke\n```"))
+		Expect(doc).To(ContainSubstring("### S1: many small gangs"))
+		Expect(doc).To(ContainSubstring("### Placement quality (Q)"))
+		Expect(doc).To(MatchRegexp(`\| S1 \| null \| 1\.00 \| POST pods/binding 40 \|`))
+		Expect(doc).To(ContainSubstring("Machine: "))
+		Expect(stdout.String()).To(ContainSubstring("### S1: many small gangs"))
+	}, SpecTimeout(2*time.Minute))
+})

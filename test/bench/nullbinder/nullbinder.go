@@ -1,0 +1,183 @@
+// Package nullbinder is the benchmark's logic-free placer: it binds every
+// pending pod of its scheduler name to the next node, round-robin, through
+// the pods/binding subresource, with the client settings the schedulers
+// get. What it reaches is the API server's limit on this machine; the
+// harness runs it as its own process, as it runs every scheduler.
+package nullbinder
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/troupe-ml/troupe/internal/cmdutil"
+)
+
+// SchedulerName is the spec.schedulerName of the pods it binds.
+const SchedulerName = "bench-null-binder"
+
+// Client are the client settings the harness gives every placer, with
+// troupe-scheduler's flag names.
+type Client struct {
+	QPS   float64
+	Burst int
+	// BindWorkers are the binds in flight at once.
+	BindWorkers int
+}
+
+// BindFlags registers the settings, with their current values as
+// defaults.
+func (c *Client) BindFlags(fs *flag.FlagSet) {
+	fs.Float64Var(&c.QPS, "kube-api-qps", c.QPS, "Client queries per second to the API server.")
+	fs.IntVar(&c.Burst, "kube-api-burst", c.Burst, "Client burst of queries to the API server.")
+	fs.IntVar(&c.BindWorkers, "bind-workers", c.BindWorkers, "Binds in flight at once.")
+}
+
+// Validate reports every invalid setting, naming its flag.
+func (c Client) Validate() []error {
+	var errs []error
+	if c.QPS <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps: must be greater than 0, got %v", c.QPS))
+	}
+	if c.Burst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst: must be at least 1, got %d", c.Burst))
+	}
+	if c.BindWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--bind-workers: must be at least 1, got %d", c.BindWorkers))
+	}
+	return errs
+}
+
+// Options are the null binder's flags.
+type Options struct {
+	Kubeconfig    string
+	SchedulerName string
+	Client
+}
+
+// NewOptions returns the defaults: troupe-scheduler's.
+func NewOptions() *Options {
+	return &Options{SchedulerName: SchedulerName, Client: Client{QPS: 50, Burst: 100, BindWorkers: 16}}
+}
+
+// BindFlags registers the options.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig.")
+	fs.StringVar(&o.SchedulerName, "scheduler-name", o.SchedulerName, "Bind the pods whose spec.schedulerName is this.")
+	o.Client.BindFlags(fs)
+}
+
+// Validate reports every invalid option, naming its flag.
+func (o *Options) Validate() error {
+	errs := o.Client.Validate()
+	if o.SchedulerName == "" {
+		errs = append(errs, errors.New("--scheduler-name: must not be empty"))
+	}
+	return errors.Join(errs...)
+}
+
+// KubeconfigPath is the --kubeconfig flag.
+func (o *Options) KubeconfigPath() string { return o.Kubeconfig }
+
+// ParseFlags parses and validates the null binder's flags.
+func ParseFlags(args []string, stderr io.Writer) (*Options, error) {
+	o := NewOptions()
+	if err := cmdutil.ParseFlags("null-binder", args, stderr, o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Main runs the null binder until ctx ends and returns its exit code.
+func Main(ctx context.Context, args []string, stderr io.Writer) int {
+	return cmdutil.Main(ctx, "null-binder", args, stderr, ParseFlags, Run)
+}
+
+// Run binds pending pods until ctx ends. The node list is read once at
+// start: the benchmark's nodes exist before any placer starts.
+func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	nodeList, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	nodes := make([]string, 0, len(nodeList.Items))
+	for _, n := range nodeList.Items {
+		nodes = append(nodes, n.Name)
+	}
+	if len(nodes) == 0 {
+		return errors.New("no nodes to bind to")
+	}
+	slices.Sort(nodes)
+
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName]())
+	defer queue.ShutDown()
+	selector := fields.AndSelectors(
+		fields.OneTermEqualSelector("spec.schedulerName", o.SchedulerName),
+		fields.OneTermEqualSelector("spec.nodeName", ""),
+	).String()
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.FieldSelector = selector
+	}))
+	pods := factory.Core().V1().Pods().Informer()
+	if _, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				queue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+
+	var next atomic.Uint64
+	log := ctrl.Log.WithName("null-binder")
+	for range o.BindWorkers {
+		go func() {
+			for {
+				key, shutdown := queue.Get()
+				if shutdown {
+					return
+				}
+				node := nodes[int(next.Add(1)-1)%len(nodes)]
+				err := cs.CoreV1().Pods(key.Namespace).Bind(ctx, &corev1.Binding{
+					ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace},
+					Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+				}, metav1.CreateOptions{})
+				switch {
+				case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
+					// Bound, gone, or bound already: nothing more to do.
+					queue.Forget(key)
+				case ctx.Err() == nil:
+					log.Error(err, "Bind", "pod", key)
+					queue.AddRateLimited(key)
+				}
+				queue.Done(key)
+			}
+		}()
+	}
+	<-ctx.Done()
+	return nil
+}

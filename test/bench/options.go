@@ -1,0 +1,203 @@
+package bench
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/troupe-ml/troupe/test/bench/nullbinder"
+	"github.com/troupe-ml/troupe/test/bench/scenario"
+)
+
+// Placer names, in the order they run.
+const (
+	PlacerNull          = "null"
+	PlacerTroupe        = "troupe"
+	PlacerVolcano       = "volcano"
+	PlacerVolcanoFast   = "volcano-200ms"
+	PlacerCoscheduling  = "coscheduling"
+	defaultPlacerFilter = PlacerNull + "," + PlacerTroupe + "," + PlacerVolcano + "," + PlacerVolcanoFast + "," + PlacerCoscheduling
+)
+
+// PlacerNames are every placer the harness knows.
+var PlacerNames = strings.Split(defaultPlacerFilter, ",")
+
+// Options are the harness's flags.
+type Options struct {
+	ControlPlaneDir string
+	CRDDirs         string
+	WorkDir         string
+
+	TroupeScheduler       string
+	VolcanoScheduler      string
+	CoschedulingScheduler string
+
+	Scenarios string
+	Placers   string
+	Scale     float64
+	Hold      time.Duration
+
+	// Client are every placer's client settings.
+	nullbinder.Client
+
+	RunTimeout time.Duration
+	Settle     time.Duration
+
+	Profile bool
+	Out     string
+	Check   bool
+	// Command is the command line to print in the report; empty prints
+	// the harness's own.
+	Command string
+}
+
+// NewOptions returns the defaults: the full benchmark at the design's
+// reference point.
+func NewOptions() *Options {
+	return &Options{
+		ControlPlaneDir: os.Getenv("KUBEBUILDER_ASSETS"),
+		CRDDirs:         "config/crd/bases,config/crd/peers",
+		WorkDir:         filepath.Join(os.TempDir(), "troupe-bench"),
+		Scenarios:       strings.Join(scenario.Names, ","),
+		Placers:         defaultPlacerFilter,
+		Scale:           1,
+		Hold:            5 * time.Second,
+		Client:          nullbinder.Client{QPS: 1000, Burst: 1000, BindWorkers: 16},
+		RunTimeout:      5 * time.Minute,
+		Settle:          15 * time.Second,
+	}
+}
+
+// BindFlags registers the options on fs.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.ControlPlaneDir, "control-plane-dir", o.ControlPlaneDir, "Folder with etcd and kube-apiserver (hack/controlplane.sh prints it; default $KUBEBUILDER_ASSETS).")
+	fs.StringVar(&o.CRDDirs, "crd-dirs", o.CRDDirs, "Comma-separated folders of CRDs to install in every API server.")
+	fs.StringVar(&o.WorkDir, "work-dir", o.WorkDir, "Folder for each run's logs, kubeconfig and profiles (emptied first).")
+	fs.StringVar(&o.TroupeScheduler, "troupe-scheduler", o.TroupeScheduler, "Path to troupe-scheduler (go build ./cmd/scheduler).")
+	fs.StringVar(&o.VolcanoScheduler, "volcano-scheduler", o.VolcanoScheduler, "Path to Volcano's vc-scheduler (hack/peer-schedulers.sh volcano).")
+	fs.StringVar(&o.CoschedulingScheduler, "coscheduling-scheduler", o.CoschedulingScheduler, "Path to kube-scheduler with scheduler-plugins (hack/peer-schedulers.sh coscheduling).")
+	fs.StringVar(&o.Scenarios, "scenarios", o.Scenarios, "Comma-separated scenarios to run; known: "+strings.Join(scenario.Names, ", ")+".")
+	fs.StringVar(&o.Placers, "placers", o.Placers, "Comma-separated placers to measure; known: "+strings.Join(PlacerNames, ", ")+".")
+	fs.Float64Var(&o.Scale, "scale", o.Scale, "Size of the scenarios: 1 is the design's reference point (1000 nodes, 500 gangs of 4 pods); the smoke test uses 0.02.")
+	fs.DurationVar(&o.Hold, "hold", o.Hold, "How long S3's gangs run: their pods and PodGroup are deleted this long after the gang is bound.")
+	// Every placer's: the null binder and troupe-scheduler take all
+	// three, the peers QPS and burst.
+	o.Client.BindFlags(fs)
+	fs.DurationVar(&o.RunTimeout, "run-timeout", o.RunTimeout, "Longest a placer gets on one scenario.")
+	fs.DurationVar(&o.Settle, "settle", o.Settle, "A run ends when no pod was bound for this long (a placer that cannot place the rest).")
+	fs.BoolVar(&o.Profile, "profile", o.Profile, "Take a CPU profile of troupe-scheduler in every scenario and show its top functions.")
+	fs.StringVar(&o.Out, "out", o.Out, "Markdown file whose generated section receives the results (created if missing); empty prints only.")
+	fs.BoolVar(&o.Check, "check", o.Check, "Exit 1 unless every run bound every gang whole (the smoke test).")
+	fs.StringVar(&o.Command, "command", o.Command, "The command line to show in the report (default: the harness's own arguments).")
+}
+
+// Validate reports every invalid option, naming its flag and what it
+// allows.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.ControlPlaneDir == "" {
+		errs = append(errs, errors.New("--control-plane-dir: must name the folder of etcd and kube-apiserver (hack/controlplane.sh prints it), or set KUBEBUILDER_ASSETS"))
+	}
+	if o.CRDDirs == "" {
+		errs = append(errs, errors.New("--crd-dirs: must name at least one folder"))
+	}
+	if o.WorkDir == "" {
+		errs = append(errs, errors.New("--work-dir: must not be empty"))
+	}
+	if err := checkList("--scenarios", o.Scenarios, scenario.Names); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkList("--placers", o.Placers, PlacerNames); err != nil {
+		errs = append(errs, err)
+	}
+	binaries := map[string]struct{ flag, path string }{
+		PlacerTroupe:       {"--troupe-scheduler", o.TroupeScheduler},
+		PlacerVolcano:      {"--volcano-scheduler", o.VolcanoScheduler},
+		PlacerVolcanoFast:  {"--volcano-scheduler", o.VolcanoScheduler},
+		PlacerCoscheduling: {"--coscheduling-scheduler", o.CoschedulingScheduler},
+	}
+	reported := map[string]bool{}
+	for _, p := range o.PlacerList() {
+		b, ok := binaries[p]
+		if !ok || b.path != "" || reported[b.flag] {
+			continue
+		}
+		reported[b.flag] = true
+		errs = append(errs, fmt.Errorf("%s: must name the binary, since --placers includes %s", b.flag, p))
+	}
+	if o.Scale <= 0 || o.Scale > 10 {
+		errs = append(errs, fmt.Errorf("--scale: must be greater than 0 and at most 10, got %v", o.Scale))
+	}
+	if o.Hold <= 0 {
+		errs = append(errs, fmt.Errorf("--hold: must be greater than 0, got %v", o.Hold))
+	}
+	errs = append(errs, o.Client.Validate()...)
+	if o.RunTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--run-timeout: must be greater than 0, got %v", o.RunTimeout))
+	}
+	if o.Settle <= 0 || o.Settle > o.RunTimeout {
+		errs = append(errs, fmt.Errorf("--settle: must be greater than 0 and at most --run-timeout (%v), got %v", o.RunTimeout, o.Settle))
+	}
+	return errors.Join(errs...)
+}
+
+// checkList checks a comma-separated list against the names allowed.
+func checkList(flagName, list string, allowed []string) error {
+	items := splitList(list)
+	if len(items) == 0 {
+		return fmt.Errorf("%s: must name at least one of %s", flagName, strings.Join(allowed, ", "))
+	}
+	var unknown []string
+	for _, it := range items {
+		if !slices.Contains(allowed, it) {
+			unknown = append(unknown, fmt.Sprintf("%q", it))
+		}
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("%s: unknown %s; known: %s", flagName, strings.Join(unknown, ", "), strings.Join(allowed, ", "))
+	}
+	return nil
+}
+
+func splitList(list string) []string {
+	var out []string
+	for _, it := range strings.Split(list, ",") {
+		if it = strings.TrimSpace(it); it != "" {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// ScenarioList is --scenarios in the catalog's order.
+func (o *Options) ScenarioList() []scenario.Scenario {
+	want := splitList(o.Scenarios)
+	var out []scenario.Scenario
+	for _, s := range scenario.Catalog(o.Scale, o.Hold) {
+		if slices.Contains(want, s.Name) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// PlacerList is --placers in the harness's order.
+func (o *Options) PlacerList() []string {
+	want := splitList(o.Placers)
+	var out []string
+	for _, p := range PlacerNames {
+		if slices.Contains(want, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// KubeconfigPath satisfies cmdutil's option interfaces; the harness makes
+// its own clusters.
+func (o *Options) KubeconfigPath() string { return "" }

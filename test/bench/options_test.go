@@ -1,0 +1,163 @@
+package bench
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/troupe-ml/troupe/test/bench/measure"
+	"github.com/troupe-ml/troupe/test/bench/report"
+)
+
+func parse(t *testing.T, args ...string) (*Options, error) {
+	t.Helper()
+	o := NewOptions()
+	o.ControlPlaneDir = "/cp" // KUBEBUILDER_ASSETS may or may not be set
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return o, o.Validate()
+}
+
+var binaries = []string{"--troupe-scheduler=/t", "--volcano-scheduler=/v", "--coscheduling-scheduler=/c"}
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr []string
+	}{
+		{name: "defaults with every binary", args: binaries},
+		{name: "null binder alone needs no binary", args: []string{"--placers=null"}},
+		{name: "smoke settings", args: append([]string{"--scale=0.02", "--hold=2s", "--check", "--out=", "--settle=20s", "--run-timeout=1m"}, binaries...)},
+		{
+			name:    "missing binaries, each flag once",
+			args:    []string{"--placers=volcano,volcano-200ms,troupe,coscheduling"},
+			wantErr: []string{"--troupe-scheduler: must name the binary", "--volcano-scheduler: must name the binary", "--coscheduling-scheduler: must name the binary"},
+		},
+		{
+			name:    "unknown names",
+			args:    append([]string{"--scenarios=S1,S9", "--placers=null,kube"}, binaries...),
+			wantErr: []string{`--scenarios: unknown "S9"; known: S1, S2, S3, S4, S4x4, Q`, `--placers: unknown "kube"; known: null, troupe, volcano, volcano-200ms, coscheduling`},
+		},
+		{
+			name:    "empty lists",
+			args:    append([]string{"--scenarios=", "--placers= , "}, binaries...),
+			wantErr: []string{"--scenarios: must name at least one of S1", "--placers: must name at least one of null"},
+		},
+		{
+			name: "numbers out of range, all reported",
+			args: append([]string{"--scale=0", "--hold=0s", "--kube-api-qps=0", "--kube-api-burst=0", "--bind-workers=0", "--run-timeout=0s", "--settle=0s"}, binaries...),
+			wantErr: []string{"--scale: must be greater than 0 and at most 10, got 0", "--hold: must be greater than 0", "--kube-api-qps: must be greater than 0",
+				"--kube-api-burst: must be at least 1", "--bind-workers: must be at least 1", "--run-timeout: must be greater than 0", "--settle: must be greater than 0"},
+		},
+		{
+			name:    "settle longer than the run",
+			args:    append([]string{"--settle=2m", "--run-timeout=1m"}, binaries...),
+			wantErr: []string{"--settle: must be greater than 0 and at most --run-timeout (1m0s), got 2m0s"},
+		},
+		{
+			name:    "no control plane",
+			args:    append([]string{"--control-plane-dir=", "--crd-dirs=", "--work-dir="}, binaries...),
+			wantErr: []string{"--control-plane-dir: must name the folder", "--crd-dirs: must name at least one folder", "--work-dir: must not be empty"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parse(t, tc.args...)
+			if len(tc.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error; want %q", tc.wantErr)
+			}
+			for _, want := range tc.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+			if n := strings.Count(err.Error(), "--volcano-scheduler"); n > 1 {
+				t.Errorf("--volcano-scheduler reported %d times: %v", n, err)
+			}
+		})
+	}
+}
+
+func TestOptionsLists(t *testing.T) {
+	o, err := parse(t, append([]string{"--scenarios=Q, S1", "--placers=coscheduling,null", "--scale=0.02", "--hold=3s"}, binaries...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range o.ScenarioList() {
+		names = append(names, s.Name)
+		if s.Name == "S3" && s.Hold != 3*time.Second {
+			t.Errorf("hold not applied")
+		}
+	}
+	if strings.Join(names, ",") != "S1,Q" {
+		t.Errorf("scenarios %v, want the catalog's order S1,Q", names)
+	}
+	if got := strings.Join(o.PlacerList(), ","); got != "null,coscheduling" {
+		t.Errorf("placers %s, want the harness's order null,coscheduling", got)
+	}
+	if s := o.ScenarioList()[0]; s.Nodes() != 20 {
+		t.Errorf("scale not applied: S1 has %d nodes", s.Nodes())
+	}
+}
+
+func TestMainExitCodes(t *testing.T) {
+	var stderr strings.Builder
+	if code := Main(t.Context(), []string{"--scale=-1", "--placers=null"}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "--scale") {
+		t.Errorf("bad flag: exit %d, stderr %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := Main(t.Context(), []string{NullBinderCommand, "--bind-workers=0"}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "--bind-workers: must be at least 1") {
+		t.Errorf("null binder with a bad flag: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	s1 := NewOptions().ScenarioList()[0]
+	q := NewOptions().ScenarioList()[5]
+	res := func(placer string, gangs int, partial, neverUp []string) report.Result {
+		return report.Result{Scenario: s1, Placer: placer, Throughput: measure.Throughput{Gangs: gangs}, Partial: partial, NeverUp: neverUp}
+	}
+	tests := []struct {
+		name    string
+		check   bool
+		result  report.Result
+		wantErr string
+		wantLog string
+	}{
+		{name: "all bound", check: true, result: res(PlacerTroupe, 500, nil, nil)},
+		{name: "a failed run fails without --check", result: report.Result{Scenario: s1, Placer: PlacerNull, Err: errors.New("boom")}, wantErr: "S1/null: boom"},
+		{name: "partial, without --check", result: res(PlacerTroupe, 499, []string{"s1-0001"}, []string{"s1-0001"})},
+		{name: "partial fails any placer", check: true, result: res(PlacerVolcano, 499, []string{"s1-0001"}, nil), wantErr: "S1/volcano: 1 gangs partially bound: s1-0001"},
+		{name: "troupe leaving a gang unbound fails", check: true, result: res(PlacerTroupe, 499, nil, []string{"s1-0002"}), wantErr: "S1/troupe: 1 of 500 gangs never bound whole: s1-0002"},
+		{name: "a peer that bound nothing fails", check: true, result: res(PlacerCoscheduling, 0, nil, []string{"s1-0000"}), wantErr: "S1/coscheduling: 1 of 500 gangs never bound whole"},
+		{name: "a peer that stalled is noted", check: true, result: res(PlacerCoscheduling, 499, nil, []string{"s1-0003"}), wantLog: "note: S1/coscheduling left 1 of 500 gangs unbound after binding 499"},
+		{name: "unbound gangs in Q are a result", check: true, result: report.Result{Scenario: q, Placer: PlacerTroupe, NeverUp: []string{"q-0001"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var log strings.Builder
+			err := verdict(&Options{Check: tc.check}, []report.Result{tc.result}, &log)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("verdict = %v, want %q", err, tc.wantErr)
+			}
+			if !strings.Contains(log.String(), tc.wantLog) || tc.wantLog == "" && log.Len() > 0 {
+				t.Errorf("log %q, want %q", log.String(), tc.wantLog)
+			}
+		})
+	}
+}

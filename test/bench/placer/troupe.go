@@ -1,0 +1,73 @@
+package placer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/troupe-ml/troupe/integrations/troupe"
+)
+
+// Troupe is troupe-scheduler, built from ./cmd/scheduler, with the default
+// configuration (enqueue, allocate, backfill; the default plugins). It
+// creates its default Queue itself.
+type Troupe struct {
+	Binary string
+	// MinCyclePeriod is --min-cycle-period; 0 keeps the scheduler's
+	// default.
+	MinCyclePeriod time.Duration
+	// Pprof serves /debug/pprof, so that the harness can profile it.
+	Pprof bool
+}
+
+func (Troupe) Name() string { return "troupe" }
+
+func (Troupe) Dialect() Dialect { return troupe.Backend{} }
+
+func (Troupe) Prepare(context.Context, *rest.Config) error { return nil }
+
+func (t Troupe) Start(_ context.Context, env Env) (Process, error) {
+	metrics, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--kubeconfig=" + env.Kubeconfig,
+		fmt.Sprintf("--kube-api-qps=%v", env.QPS),
+		fmt.Sprintf("--kube-api-burst=%d", env.Burst),
+		fmt.Sprintf("--bind-workers=%d", env.BindWorkers),
+		"--metrics-bind-address=" + metrics,
+		"--health-probe-bind-address=0",
+	}
+	if t.MinCyclePeriod > 0 {
+		args = append(args, "--min-cycle-period="+t.MinCyclePeriod.String())
+	}
+	var pprof string
+	if t.Pprof {
+		if pprof, err = freeAddr(); err != nil {
+			return nil, err
+		}
+		args = append(args, "--pprof-bind-address="+pprof)
+	}
+	p, err := startProc("troupe-scheduler", t.Binary, args, env.LogFile)
+	if err != nil {
+		return nil, err
+	}
+	return &troupeProc{proc: p, metrics: "http://" + metrics + "/metrics", pprof: pprof}, nil
+}
+
+type troupeProc struct {
+	*proc
+	metrics, pprof string
+}
+
+func (p *troupeProc) MetricsURL() string { return p.metrics }
+
+func (p *troupeProc) PprofURL() string {
+	if p.pprof == "" {
+		return ""
+	}
+	return "http://" + p.pprof + "/debug/pprof"
+}

@@ -1,0 +1,231 @@
+package report
+
+import (
+	"fmt"
+	"time"
+)
+
+// Placer names the goals compare.
+const (
+	Null   = "null"
+	Troupe = "troupe"
+)
+
+// Goal thresholds, from the issue and the design.
+const (
+	// NullShareGoal is the least share of the null binder's mean rate
+	// Troupe must reach in S1.
+	NullShareGoal = 0.85
+	// FlatCycleGoal is the most the mean cycle time may grow from the
+	// smallest backlog to the largest in S3 and still count as flat.
+	FlatCycleGoal = 1.5
+	// NodeCostGoal is the most Troupe's CPU per pod may grow from S4 to
+	// S4x4 (four times the nodes) and still count as independent of the
+	// node count.
+	NodeCostGoal = 1.25
+)
+
+// Verdict is one goal's outcome.
+type Verdict struct {
+	Goal   string
+	Met    bool
+	Detail string
+	// Known is false when the runs needed were not made.
+	Known bool
+}
+
+// String is "met", "not met", or "not run" when the runs needed were
+// not made.
+func (v Verdict) String() string {
+	switch {
+	case !v.Known:
+		return "not run"
+	case v.Met:
+		return "met"
+	}
+	return "not met"
+}
+
+// index finds results by scenario and placer.
+type index map[string]map[string]Result
+
+func newIndex(results []Result) index {
+	ix := index{}
+	for _, r := range results {
+		if ix[r.Scenario.Name] == nil {
+			ix[r.Scenario.Name] = map[string]Result{}
+		}
+		ix[r.Scenario.Name][r.Placer] = r
+	}
+	return ix
+}
+
+func (ix index) get(scenario, placer string) (Result, bool) {
+	r, ok := ix[scenario][placer]
+	return r, ok && r.Err == nil
+}
+
+// Goals judges the results against the issue's goals.
+func Goals(results []Result) []Verdict {
+	ix := newIndex(results)
+	return []Verdict{
+		nullShare(ix),
+		aheadOfPeers(ix, results),
+		noPartial(results),
+		flatCycles(ix),
+		nodeIndependent(ix),
+	}
+}
+
+func nullShare(ix index) Verdict {
+	v := Verdict{Goal: fmt.Sprintf("Troupe at %.2f× the null binder or more in S1 (mean pods/s)", NullShareGoal)}
+	t, ok1 := ix.get("S1", Troupe)
+	n, ok2 := ix.get("S1", Null)
+	if !ok1 || !ok2 || n.Throughput.Mean == 0 {
+		return v
+	}
+	share := t.Throughput.Mean / n.Throughput.Mean
+	v.Known, v.Met = true, share >= NullShareGoal
+	v.Detail = fmt.Sprintf("%.2f× (%.0f vs %.0f pods/s)", share, t.Throughput.Mean, n.Throughput.Mean)
+	return v
+}
+
+// ahead says whether a beat b on a scenario: more gangs bound whole, then
+// the shorter makespan.
+func ahead(a, b Result) bool {
+	if len(a.NeverUp) != len(b.NeverUp) {
+		return len(a.NeverUp) < len(b.NeverUp)
+	}
+	return a.Throughput.Makespan < b.Throughput.Makespan
+}
+
+func aheadOfPeers(ix index, results []Result) Verdict {
+	v := Verdict{Goal: "Troupe ahead of every peer in every scenario (fewer gangs left unbound, then shorter makespan)", Known: true, Met: true}
+	var behind []string
+	compared := 0
+	for _, r := range results {
+		if r.Placer == Troupe || r.Placer == Null {
+			continue
+		}
+		t, ok := ix.get(r.Scenario.Name, Troupe)
+		if !ok {
+			continue
+		}
+		compared++
+		if r.Err == nil && !ahead(t, r) {
+			behind = append(behind, fmt.Sprintf("%s: %s (%v vs %v)", r.Scenario.Name, r.Placer, round(r.Throughput.Makespan), round(t.Throughput.Makespan)))
+		}
+	}
+	switch {
+	case compared == 0:
+		v.Known, v.Met = false, false
+	case len(behind) > 0:
+		v.Met = false
+		v.Detail = fmt.Sprintf("behind in %d of %d comparisons: %v", len(behind), compared, behind)
+	default:
+		v.Detail = fmt.Sprintf("ahead in all %d comparisons", compared)
+	}
+	return v
+}
+
+func noPartial(results []Result) Verdict {
+	v := Verdict{Goal: "zero partial gangs (Troupe)"}
+	partial := 0
+	for _, r := range results {
+		if r.Placer == Troupe && r.Err == nil {
+			v.Known = true
+			partial += len(r.Partial)
+		}
+	}
+	v.Met = v.Known && partial == 0
+	v.Detail = fmt.Sprintf("%d partial gangs over Troupe's runs", partial)
+	return v
+}
+
+// BacklogBucket is the mean cycle time over the samples whose backlog
+// fell in [Low, High) pods.
+type BacklogBucket struct {
+	Low, High int
+	Cycles    float64
+	Mean      time.Duration
+}
+
+// CycleBuckets splits a run's cycle samples into four backlog ranges of
+// equal width, from none to the largest backlog seen, and gives each
+// range's mean cycle time. Ranges with no cycle are left out.
+func CycleBuckets(samples []CycleSample) []BacklogBucket {
+	top := 0
+	for _, s := range samples {
+		top = max(top, s.Backlog)
+	}
+	if top == 0 {
+		return nil
+	}
+	const n = 4
+	width := (top + n) / n
+	buckets := make([]BacklogBucket, n)
+	secs := make([]float64, n)
+	for i := range buckets {
+		buckets[i].Low, buckets[i].High = i*width, (i+1)*width
+	}
+	for _, s := range samples {
+		i := min(s.Backlog/width, n-1)
+		buckets[i].Cycles += s.Cycles
+		secs[i] += s.CycleSeconds
+	}
+	var out []BacklogBucket
+	for i, b := range buckets {
+		if b.Cycles > 0 {
+			b.Mean = time.Duration(secs[i] / b.Cycles * float64(time.Second))
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func flatCycles(ix index) Verdict {
+	v := Verdict{Goal: fmt.Sprintf("Troupe's cycle time flat as S3's backlog grows (largest/smallest backlog range ≤ %.1f×)", FlatCycleGoal)}
+	t, ok := ix.get("S3", Troupe)
+	if !ok {
+		return v
+	}
+	b := CycleBuckets(t.Cycles)
+	if len(b) < 2 {
+		v.Detail = "too few cycle samples"
+		return v
+	}
+	lo, hi := b[0], b[len(b)-1]
+	ratio := float64(hi.Mean) / float64(max(lo.Mean, time.Microsecond))
+	v.Known, v.Met = true, ratio <= FlatCycleGoal
+	v.Detail = fmt.Sprintf("%v at a backlog of %d–%d pods, %v at %d–%d pods (%.2f×)", round(lo.Mean), lo.Low, lo.High, round(hi.Mean), hi.Low, hi.High, ratio)
+	return v
+}
+
+func nodeIndependent(ix index) Verdict {
+	v := Verdict{Goal: fmt.Sprintf("Troupe's CPU per pod while binding independent of the node count (S4x4 / S4 ≤ %.2f×)", NodeCostGoal)}
+	small, ok1 := ix.get("S4", Troupe)
+	big, ok2 := ix.get("S4x4", Troupe)
+	if !ok1 || !ok2 || small.ActiveCPUPerPod() == 0 {
+		return v
+	}
+	ratio := float64(big.ActiveCPUPerPod()) / float64(small.ActiveCPUPerPod())
+	v.Known, v.Met = true, ratio <= NodeCostGoal
+	v.Detail = fmt.Sprintf("%v per pod at %d nodes, %v at %d nodes (%.2f×)", round(small.ActiveCPUPerPod()), small.Scenario.Nodes(), round(big.ActiveCPUPerPod()), big.Scenario.Nodes(), ratio)
+	return v
+}
+
+// round shortens a duration for tables: 3 significant digits or so.
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= 10*time.Second:
+		return d.Round(100 * time.Millisecond)
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= 10*time.Millisecond:
+		return d.Round(100 * time.Microsecond)
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	default:
+		return d.Round(time.Microsecond)
+	}
+}

@@ -1,0 +1,228 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Meta is what the report says about how the results were made.
+type Meta struct {
+	Command string
+	Date    time.Time
+	Machine []string
+	// Settings are the harness's settings, one line each.
+	Settings []string
+}
+
+// Markdown renders the results: the settings, one table per scenario, the
+// quality check, S3's cycle times, S4's cost per pod, the API writes, and
+// the goals.
+func Markdown(w io.Writer, meta Meta, results []Result) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("Command:\n\n```sh\n%s\n```\n\n", meta.Command)
+	p("Run on %s.\n\n", meta.Date.UTC().Format("2006-01-02 15:04 MST"))
+	for _, m := range meta.Machine {
+		p("- %s\n", m)
+	}
+	for _, s := range meta.Settings {
+		p("- %s\n", s)
+	}
+	p("\n")
+
+	ix := newIndex(results)
+	for _, name := range scenarioOrder(results) {
+		scenarioTable(w, ix, name, results)
+	}
+	qualityTable(w, results)
+	cycleTable(w, ix)
+	nodeCostTable(w, ix)
+	writesTable(w, results)
+	troupeTable(w, results)
+
+	p("### Goals\n\n| goal | verdict | detail |\n| --- | --- | --- |\n")
+	for _, v := range Goals(results) {
+		verdict := v.String()
+		if v.Known && !v.Met {
+			verdict = "**" + verdict + "**"
+		}
+		p("| %s | %s | %s |\n", v.Goal, verdict, v.Detail)
+	}
+	p("\n")
+	for _, r := range results {
+		if r.Profile != "" {
+			p("<details><summary>CPU profile of %s in %s</summary>\n\n```\n%s\n```\n\n</details>\n\n", r.Placer, r.Scenario.Name, r.Profile)
+		}
+	}
+}
+
+// scenarioOrder is the scenarios in the order they first appear.
+func scenarioOrder(results []Result) []string {
+	var out []string
+	for _, r := range results {
+		if !slices.Contains(out, r.Scenario.Name) {
+			out = append(out, r.Scenario.Name)
+		}
+	}
+	return out
+}
+
+func scenarioTable(w io.Writer, ix index, name string, results []Result) {
+	var first Result
+	for _, r := range results {
+		if r.Scenario.Name == name {
+			first = r
+			break
+		}
+	}
+	fmt.Fprintf(w, "### %s: %s\n\n%s.\n\n", name, first.Scenario.Title, first.Scenario.Describe())
+	fmt.Fprintf(w, "| placer | pods/s mean | p50 | p90 | gangs/s | makespan | first bind | CPU/pod | API writes/pod | partial | unbound | × null | Troupe × |\n")
+	fmt.Fprintf(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	null, hasNull := ix.get(name, Null)
+	troupe, hasTroupe := ix.get(name, Troupe)
+	for _, r := range results {
+		if r.Scenario.Name != name {
+			continue
+		}
+		if r.Err != nil {
+			fmt.Fprintf(w, "| %s | failed: %s |||||||||||| \n", r.Placer, oneLine(r.Err.Error()))
+			continue
+		}
+		t := r.Throughput
+		vsNull, vsTroupe := "", ""
+		if hasNull && null.Throughput.Mean > 0 {
+			vsNull = fmt.Sprintf("%.2f", t.Mean/null.Throughput.Mean)
+		}
+		if hasTroupe && t.Mean > 0 && r.Placer != Troupe {
+			vsTroupe = fmt.Sprintf("%.2f", troupe.Throughput.Mean/t.Mean)
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.0f | %.1f | %v | %v | %v | %.2f | %d | %d | %s | %s |\n",
+			r.Placer, t.Mean, t.P50, t.P90, t.GangsPerSecond, round(t.Makespan), round(t.FirstBind),
+			round(r.CPUPerPod()), r.WritesPerPod(), len(r.Partial), len(r.NeverUp), vsNull, vsTroupe)
+	}
+	fmt.Fprintln(w)
+}
+
+// where are the results that keep says to keep.
+func where(results []Result, keep func(Result) bool) []Result {
+	var out []Result
+	for _, r := range results {
+		if keep(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func qualityTable(w io.Writer, results []Result) {
+	rows := where(results, func(r Result) bool { return r.Scenario.Name == "Q" && r.Err == nil })
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### Placement quality (Q)\n\n")
+	fmt.Fprintf(w, "| placer | gangs bound whole | masters on CPU nodes | GPU occupancy | GPU pods pending | stranded GPUs |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, r := range rows {
+		q := r.Quality
+		fmt.Fprintf(w, "| %s | %d / %d | %d / %d | %.1f%% | %d | %d |\n", r.Placer, r.Scenario.Gangs-len(r.NeverUp), r.Scenario.Gangs,
+			q.MastersOnCPU, q.Masters, 100*q.Occupancy(), q.PendingGPUPods, q.Stranded)
+	}
+	fmt.Fprintln(w)
+}
+
+func cycleTable(w io.Writer, ix index) {
+	t, ok := ix.get("S3", Troupe)
+	if !ok {
+		return
+	}
+	buckets := CycleBuckets(t.Cycles)
+	if len(buckets) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### Troupe's cycle time against S3's backlog\n\nFrom troupe-scheduler's own metrics, scraped every second; the backlog is the pods that exist unbound.\n\n")
+	fmt.Fprintf(w, "| backlog (pods) | cycles | mean cycle |\n| --- | ---: | ---: |\n")
+	for _, b := range buckets {
+		fmt.Fprintf(w, "| %d–%d | %.0f | %v |\n", b.Low, b.High, b.Cycles, round(b.Mean))
+	}
+	fmt.Fprintln(w)
+}
+
+func nodeCostTable(w io.Writer, ix index) {
+	if ix["S4"] == nil || ix["S4x4"] == nil {
+		return
+	}
+	fmt.Fprintf(w, "### Cost per pod against the node count (S4, S4x4)\n\nCPU while binding: from just before the first bind to just after the last.\n\n")
+	fmt.Fprintf(w, "| placer | CPU/pod while binding, S4 | S4x4 | ratio | makespan S4 | S4x4 |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, placer := range placerOrder(ix, "S4") {
+		small, ok1 := ix.get("S4", placer)
+		big, ok2 := ix.get("S4x4", placer)
+		if !ok1 || !ok2 {
+			continue
+		}
+		ratio := ""
+		if small.ActiveCPUPerPod() > 0 {
+			ratio = fmt.Sprintf("%.2f", float64(big.ActiveCPUPerPod())/float64(small.ActiveCPUPerPod()))
+		}
+		fmt.Fprintf(w, "| %s | %v | %v | %s | %v | %v |\n", placer, round(small.ActiveCPUPerPod()), round(big.ActiveCPUPerPod()), ratio,
+			round(small.Throughput.Makespan), round(big.Throughput.Makespan))
+	}
+	fmt.Fprintln(w)
+}
+
+// placerOrder is the placers of a scenario in the order they ran.
+func placerOrder(ix index, scenario string) []string {
+	var out []string
+	for p := range ix[scenario] {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b string) int { return strings.Compare(placerRank(a), placerRank(b)) })
+	return out
+}
+
+func placerRank(p string) string {
+	switch p {
+	case Null:
+		return "0"
+	case Troupe:
+		return "1"
+	}
+	return "2" + p
+}
+
+func writesTable(w io.Writer, results []Result) {
+	fmt.Fprintf(w, "### API writes\n\nMutating requests counted by the API server (apiserver_request_total), less the harness's own; by verb and resource, per scenario.\n\n")
+	fmt.Fprintf(w, "| scenario | placer | writes/pod | writes |\n| --- | --- | ---: | --- |\n")
+	for _, r := range results {
+		if r.Err == nil {
+			fmt.Fprintf(w, "| %s | %s | %.2f | %s |\n", r.Scenario.Name, r.Placer, r.WritesPerPod(), r.Writes)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func troupeTable(w io.Writer, results []Result) {
+	rows := where(results, func(r Result) bool { return r.Placer == Troupe && r.Err == nil && len(r.Counters) > 0 })
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### Where Troupe's time goes\n\nFrom troupe-scheduler's metrics at the end of each run. A cycle is snapshot, actions, binds and status writes.\n\n")
+	fmt.Fprintf(w, "| scenario | cycles | mean cycle | cycle time/pod | bind latency (mean) | predicate evaluations/pod | status writes | CPU/pod | CPU/pod while binding |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, r := range rows {
+		c := r.Counters
+		pods := float64(max(r.Throughput.Pods, 1))
+		mean := secs(c["cycle_duration_seconds_sum"] / max(c["cycles_total"], 1))
+		perPod := secs(c["cycle_duration_seconds_sum"] / pods)
+		bind := secs(c["bind_duration_seconds_sum"] / max(c["bind_duration_seconds_count"], 1))
+		fmt.Fprintf(w, "| %s | %.0f | %v | %v | %v | %.0f | %.0f | %v | %v |\n", r.Scenario.Name, c["cycles_total"], round(mean), round(perPod), round(bind),
+			c["predicate_evaluations_total"]/pods, c["status_writes_total"], round(r.CPUPerPod()), round(r.ActiveCPUPerPod()))
+	}
+	fmt.Fprintln(w)
+}
+
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	return strings.ReplaceAll(s, "|", "\\|")
+}

@@ -1,0 +1,206 @@
+package report
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/troupe-ml/troupe/test/bench/measure"
+	"github.com/troupe-ml/troupe/test/bench/scenario"
+)
+
+func catalog() map[string]scenario.Scenario {
+	out := map[string]scenario.Scenario{}
+	for _, s := range scenario.Catalog(1, 5*time.Second) {
+		out[s.Name] = s
+	}
+	return out
+}
+
+// result is a finished run with a mean rate and a makespan.
+func result(s, placer string, mean float64, makespan time.Duration) Result {
+	return Result{
+		Scenario: catalog()[s], Placer: placer,
+		Throughput: measure.Throughput{Pods: 2000, Gangs: 500, Mean: mean, Makespan: makespan},
+		PlacerCPU:  2 * time.Second, ActiveCPU: time.Second,
+		Writes: measure.Writes{"POST pods/binding": 2000},
+	}
+}
+
+func TestGoals(t *testing.T) {
+	s4 := func(placer string, nodes string, active time.Duration) Result {
+		r := result(nodes, placer, 100, time.Second)
+		r.ActiveCPU = active
+		return r
+	}
+	s3 := result("S3", Troupe, 100, 20*time.Second)
+	s3.Cycles = []CycleSample{
+		{Backlog: 1200, Cycles: 10, CycleSeconds: 1},  // 100ms at the largest backlog
+		{Backlog: 100, Cycles: 10, CycleSeconds: 0.8}, // 80ms at the smallest
+	}
+	partial := result("S2", Troupe, 100, time.Second)
+	partial.Partial = []string{"s2-0001"}
+	stranded := result("Q", Troupe, 100, time.Second)
+	stranded.NeverUp = []string{"q-0003"}
+	failed := result("S2", "volcano", 0, 0)
+	failed.Err = errors.New("boom")
+
+	tests := []struct {
+		name    string
+		results []Result
+		want    map[string]string // goal prefix -> "met", "not met" or "not run"
+	}{{
+		name: "every goal met",
+		results: []Result{
+			result("S1", Null, 1000, time.Second), result("S1", Troupe, 900, 2*time.Second), result("S1", "volcano", 90, 20*time.Second),
+			s3, s4(Troupe, "S4", 100*time.Millisecond), s4(Troupe, "S4x4", 110*time.Millisecond),
+		},
+		want: map[string]string{"Troupe at 0.85": "met", "Troupe ahead": "met", "zero partial": "met", "Troupe's cycle": "met", "Troupe's CPU": "met"},
+	}, {
+		name: "every goal missed",
+		results: []Result{
+			result("S1", Null, 1000, time.Second), result("S1", Troupe, 800, 3*time.Second), result("S1", "volcano", 900, 2*time.Second),
+			partial, s4(Troupe, "S4", 100*time.Millisecond), s4(Troupe, "S4x4", 400*time.Millisecond),
+			{Scenario: catalog()["S3"], Placer: Troupe, Throughput: measure.Throughput{Pods: 10}, Cycles: []CycleSample{
+				{Backlog: 1200, Cycles: 10, CycleSeconds: 5}, {Backlog: 100, Cycles: 10, CycleSeconds: 1},
+			}},
+		},
+		want: map[string]string{"Troupe at 0.85": "not met", "Troupe ahead": "not met", "zero partial": "not met", "Troupe's cycle": "not met", "Troupe's CPU": "not met"},
+	}, {
+		// Leaving a gang unbound loses whatever the makespan; a failed
+		// peer run counts as neither ahead nor behind.
+		name: "unbound gangs lose",
+		results: []Result{
+			stranded, result("Q", "coscheduling", 100, 10*time.Second), failed, result("S2", Troupe, 100, time.Second),
+		},
+		want: map[string]string{"Troupe at 0.85": "not run", "Troupe ahead": "not met", "Troupe's cycle": "not run", "Troupe's CPU": "not run"},
+	}, {
+		name:    "nothing run",
+		results: nil,
+		want:    map[string]string{"Troupe at 0.85": "not run", "Troupe ahead": "not run", "zero partial": "not run"},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			verdicts := Goals(tc.results)
+			for prefix, want := range tc.want {
+				found := false
+				for _, v := range verdicts {
+					if !strings.HasPrefix(v.Goal, prefix) {
+						continue
+					}
+					found = true
+					if got := v.String(); got != want {
+						t.Errorf("%s: %s (%s), want %s", v.Goal, got, v.Detail, want)
+					}
+				}
+				if !found {
+					t.Errorf("no goal starts with %q", prefix)
+				}
+			}
+		})
+	}
+}
+
+func TestCycleBuckets(t *testing.T) {
+	samples := []CycleSample{
+		{Backlog: 0, Cycles: 2, CycleSeconds: 0.02},
+		{Backlog: 50, Cycles: 2, CycleSeconds: 0.06},
+		{Backlog: 399, Cycles: 4, CycleSeconds: 0.4},
+		{Backlog: 380, Cycles: 0, CycleSeconds: 0},
+		{Backlog: 210, Cycles: 0, CycleSeconds: 0},
+	}
+	got := CycleBuckets(samples)
+	want := []BacklogBucket{
+		{Low: 0, High: 100, Cycles: 4, Mean: 20 * time.Millisecond},
+		{Low: 300, High: 400, Cycles: 4, Mean: 100 * time.Millisecond},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("buckets = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("bucket %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if CycleBuckets([]CycleSample{{Backlog: 0, Cycles: 3}}) != nil {
+		t.Error("no backlog, yet buckets")
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	failed := result("S1", "volcano", 0, 0)
+	failed.Err = errors.New("vc-scheduler exited | early\nsee log")
+	q := result("Q", Troupe, 100, time.Second)
+	q.Quality = measure.Quality{Masters: 100, MastersOnCPU: 100, GPUs: 800, GPUsUsed: 800}
+	var b strings.Builder
+	Markdown(&b, Meta{Command: "make bench", Date: time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC), Machine: []string{"Machine: 2 cores."}},
+		[]Result{result("S1", Null, 1000, time.Second), result("S1", Troupe, 900, 2*time.Second), failed, q})
+	out := b.String()
+	for _, want := range []string{
+		"```sh\nmake bench\n```", "Run on 2026-11-21 06:00 UTC.", "- Machine: 2 cores.",
+		"### S1: many small gangs", "1000 nodes: 200×cpu",
+		"| troupe | 900 | 0 | 0 | 0.0 | 2s | 0s | 1ms | 1.00 | 0 | 0 | 0.90 |  |",
+		"| volcano | failed: vc-scheduler exited \\| early see log |",
+		"### Placement quality (Q)", "| troupe | 100 / 100 | 100 / 100 | 100.0% | 0 | 0 |",
+		"| S1 | troupe | 1.00 | POST pods/binding 2000 |",
+		"| Troupe at 0.85× the null binder or more in S1 (mean pods/s) | met | 0.90× (900 vs 1000 pods/s) |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSplice(t *testing.T) {
+	tests := []struct {
+		name, doc, want string
+		wantErr         bool
+	}{{
+		name: "no markers: appended",
+		doc:  "# Benchmarks\n\nProse.\n",
+		want: "# Benchmarks\n\nProse.\n\n" + BeginMarker + "\n\nNEW\n\n" + EndMarker + "\n",
+	}, {
+		name: "markers: replaced, prose on both sides kept",
+		doc:  "# B\n\nBefore.\n\n" + BeginMarker + "\nOLD\n" + EndMarker + "\n\n## Analysis\n\nAfter.\n",
+		want: "# B\n\nBefore.\n\n" + BeginMarker + "\n\nNEW\n\n" + EndMarker + "\n\n## Analysis\n\nAfter.\n",
+	}, {
+		name:    "end before begin",
+		doc:     EndMarker + "\n" + BeginMarker,
+		wantErr: true,
+	}, {
+		name:    "begin alone",
+		doc:     BeginMarker + "\nOLD\n",
+		wantErr: true,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Splice(tc.doc, "\nNEW\n")
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("Splice = %q, %v; want %q, error %v", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestUpdateFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "benchmarks.md")
+	if err := UpdateFile(path, "first"); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(path)
+	doc := strings.Replace(string(raw), "# Benchmarks\n", "# Benchmarks\n\nKept prose.\n", 1)
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := UpdateFile(path, "second"); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = os.ReadFile(path)
+	got := string(raw)
+	if !strings.Contains(got, "Kept prose.") || !strings.Contains(got, "second") || strings.Contains(got, "first") {
+		t.Errorf("after two updates:\n%s", got)
+	}
+}

@@ -1,0 +1,278 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+
+	"github.com/troupe-ml/troupe/test/bench/measure"
+	"github.com/troupe-ml/troupe/test/bench/placer"
+	"github.com/troupe-ml/troupe/test/bench/report"
+	"github.com/troupe-ml/troupe/test/bench/scenario"
+)
+
+// run is one placer on one scenario, on a fresh API server.
+type run struct {
+	opts     *Options
+	scenario scenario.Scenario
+	placer   placer.Placer
+	// dir holds the run's logs, kubeconfig and profiles.
+	dir string
+	log io.Writer
+}
+
+// do runs it: a fresh control plane, the nodes and gangs in the placer's
+// dialect, then the clock starts with the placer, until every gang has
+// been bound whole, no pod was bound for --settle, or --run-timeout.
+func (r *run) do(ctx context.Context) (res report.Result) {
+	res = report.Result{Scenario: r.scenario, Placer: r.placer.Name()}
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		res.Err = err
+		return res
+	}
+	cpStart := time.Now()
+	c, err := startCluster(r.opts.ControlPlaneDir, splitList(r.opts.CRDDirs), r.dir)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	defer func() {
+		if err := c.stop(); err != nil && res.Err == nil {
+			res.Err = fmt.Errorf("stop the control plane: %w", err)
+		}
+	}()
+	setupStart := time.Now()
+	sizes, err := r.setup(ctx, c)
+	if err != nil {
+		res.Err = fmt.Errorf("setup: %w", err)
+		return res
+	}
+	r.logf("  control plane up in %v, setup in %v: %d nodes, %d gangs, %d pods", setupStart.Sub(cpStart).Round(100*time.Millisecond),
+		time.Since(setupStart).Round(100*time.Millisecond), r.scenario.Nodes(), r.scenario.Gangs, r.scenario.Pods())
+	r.measure(ctx, c, sizes, &res)
+	return res
+}
+
+func (r *run) setup(ctx context.Context, c *cluster) (map[string]int, error) {
+	if err := createNodes(ctx, c, r.scenario); err != nil {
+		return nil, err
+	}
+	if err := r.placer.Prepare(ctx, c.cfg); err != nil {
+		return nil, fmt.Errorf("prepare %s: %w", r.placer.Name(), err)
+	}
+	// The first write of a custom resource takes the API server about
+	// 2 s (it builds the type's field manager then); setup is not timed.
+	return createGangs(ctx, c, r.scenario, r.placer.Dialect())
+}
+
+// measure starts the clock and the placer and fills res.
+func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res *report.Result) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	del := newDeleter(ctx, c, r.scenario.Hold, r.placer.Dialect().PodGroupType)
+	var onGangUp func(string)
+	if r.scenario.Hold > 0 {
+		onGangUp = del.schedule
+	}
+	tracker := measure.NewTracker(sizes, onGangUp)
+	factory := informers.NewSharedInformerFactoryWithOptions(c.clientset, 0, informers.WithNamespace(namespace))
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(tracker); err != nil {
+		res.Err = err
+		return
+	}
+	factory.Start(ctx.Done())
+	defer func() {
+		cancel() // Shutdown waits for the informers, which stop with ctx
+		factory.Shutdown()
+	}()
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			res.Err = fmt.Errorf("the harness's %v informer did not sync", typ)
+			return
+		}
+	}
+	before, err := c.metrics(ctx)
+	if err != nil {
+		res.Err = err
+		return
+	}
+	apiCPU0, etcdCPU0 := measure.CPUOf(c.apiserver...), measure.CPUOf(c.etcd...)
+
+	tracker.Start()
+	proc, err := r.placer.Start(ctx, placer.Env{
+		Kubeconfig: c.kubeconfig, Client: r.opts.Client,
+		LogFile: filepath.Join(r.dir, r.placer.Name()+".log"),
+	})
+	if err != nil {
+		res.Err = err
+		return
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = proc.Stop()
+		}
+	}()
+	var prof *profiler
+	if p, ok := proc.(placer.Profiled); ok && r.opts.Profile && p.PprofURL() != "" {
+		prof = startProfiler(ctx, p.PprofURL(), filepath.Join(r.dir, "profiles"))
+	}
+	samples, endErr := r.wait(ctx, tracker, proc, len(sizes))
+	res.PlacerCPU = measure.CPUOf(proc.Pid())
+	// The placer's counters once its last cycle has ended: a cycle's
+	// binds are seen before it counts itself done.
+	time.Sleep(counterSettle)
+	samples.final(ctx, proc)
+	del.close()
+	res.Throughput = tracker.Throughput()
+	res.Cycles, res.Counters = samples.cycles, samples.counters
+	res.ActiveCPU = samples.cpu.Between(res.Throughput.FirstBind, res.Throughput.LastBind)
+	if prof != nil {
+		res.Profile = prof.stop(ctx)
+	}
+
+	after, err := c.metrics(ctx)
+	if err != nil {
+		res.Err = err
+		return
+	}
+	res.APIServerCPU = measure.CPUOf(c.apiserver...) - apiCPU0
+	res.EtcdCPU = measure.CPUOf(c.etcd...) - etcdCPU0
+	res.Writes = measure.WritesFrom(after).Minus(measure.WritesFrom(before)).Minus(del.writes())
+
+	stopped = true
+	stopErr := proc.Stop()
+	if err := r.finalState(ctx, c, tracker, sizes, res); err != nil {
+		res.Err = err
+		return
+	}
+	switch {
+	case endErr != nil:
+		res.Err = endErr
+	case stopErr != nil:
+		res.Err = stopErr
+	}
+}
+
+// sampled is what the samples gathered.
+type sampled struct {
+	cycles   []report.CycleSample
+	counters map[string]float64
+	cpu      measure.CPUSeries
+	// last is the placer's last metrics scrape.
+	last []measure.Sample
+}
+
+// scrape reads the placer's metrics, if it has them, and adds a cycle
+// sample for the time since the last scrape.
+func (s *sampled) scrape(ctx context.Context, proc placer.Process, at time.Duration, backlog int) {
+	metered, ok := proc.(placer.Metered)
+	if !ok {
+		return
+	}
+	cur, err := scrape(ctx, metered.MetricsURL())
+	if err != nil {
+		return
+	}
+	s.cycles = append(s.cycles, cycleSample(at, backlog, s.last, cur))
+	s.counters = troupeCounters(cur)
+	s.last = cur
+}
+
+// counterSettle is how long the harness waits after a run before it reads
+// the placer's counters.
+const counterSettle = time.Second
+
+// cpuTick is how often the placer's CPU time is read; every tenth tick is
+// a one-second sample.
+const cpuTick = 100 * time.Millisecond
+
+// final reads the placer's counters at the end, without a cycle sample.
+func (s *sampled) final(ctx context.Context, proc placer.Process) {
+	if metered, ok := proc.(placer.Metered); ok {
+		if cur, err := scrape(ctx, metered.MetricsURL()); err == nil {
+			s.counters = troupeCounters(cur)
+		}
+	}
+}
+
+// wait samples until the run ends, and says why it ended badly, if it
+// did: the placer exited, or the time ran out.
+func (r *run) wait(ctx context.Context, tracker *measure.Tracker, proc placer.Process, gangs int) (sampled, error) {
+	var s sampled
+	start := time.Now()
+	tick := time.NewTicker(cpuTick)
+	defer tick.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-ctx.Done():
+			return s, ctx.Err()
+		case <-tick.C:
+		}
+		s.cpu = append(s.cpu, measure.CPUPoint{At: time.Since(start), CPU: measure.CPUOf(proc.Pid())})
+		p := tracker.Progress()
+		if p.GangsDone == gangs {
+			s.scrape(ctx, proc, time.Since(start), p.Unbound)
+			return s, nil
+		}
+		if n%10 != 0 {
+			continue
+		}
+		s.scrape(ctx, proc, time.Since(start), p.Unbound)
+		if exited, ok := proc.(interface{ Exited() (bool, error) }); ok {
+			if done, err := exited.Exited(); done {
+				return s, fmt.Errorf("%s exited during the run: %v (see its log in %s)", r.placer.Name(), err, r.dir)
+			}
+		}
+		switch {
+		case p.SinceLastBind > r.opts.Settle:
+			r.logf("  no pod bound for %v: stopping with %d of %d gangs bound whole", r.opts.Settle, p.GangsDone, gangs)
+			return s, nil
+		case time.Since(start) > r.opts.RunTimeout:
+			return s, fmt.Errorf("--run-timeout %v: %d of %d gangs bound whole", r.opts.RunTimeout, p.GangsDone, gangs)
+		}
+	}
+}
+
+// finalState reads the cluster at the end: gangs left partial, gangs
+// never bound, and the placement's quality.
+func (r *run) finalState(ctx context.Context, c *cluster, tracker *measure.Tracker, sizes map[string]int, res *report.Result) error {
+	pods, err := c.clientset.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	nodes, err := c.clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	podPtrs := make([]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		podPtrs[i] = &pods.Items[i]
+	}
+	nodePtrs := make([]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		nodePtrs[i] = &nodes.Items[i]
+	}
+	res.Partial = measure.PartialGangs(podPtrs, sizes)
+	// A bind the watch had not delivered when the clock stopped still
+	// counts: the list is the truth.
+	whole := measure.BoundWhole(podPtrs, sizes)
+	for _, g := range tracker.GangsNeverUp() {
+		if !whole[g] {
+			res.NeverUp = append(res.NeverUp, g)
+		}
+	}
+	res.Quality = measure.Assess(nodePtrs, podPtrs)
+	return nil
+}
+
+func (r *run) logf(format string, args ...any) {
+	fmt.Fprintf(r.log, format+"\n", args...)
+}

@@ -1,0 +1,129 @@
+package scenario
+
+import (
+	"time"
+
+	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+)
+
+// The node shapes every scenario uses: internal/demo's, so that the
+// benchmark's cluster looks like the one newcomers see.
+func cpuPool(n int) NodePool {
+	return NodePool{Name: "cpu", Count: n, CPU: "16", Memory: "64Gi"}
+}
+
+func gpuPool(name, model string, n int) NodePool {
+	return NodePool{Name: name, Count: n, CPU: "32", Memory: "256Gi", GPUs: 8, Model: model}
+}
+
+var onCPUNodes = map[string]string{PoolLabel: PoolCPU}
+
+// pytorchRoles is the design's gang: 1 CPU master on the CPU nodes and
+// workers with gpus GPUs each (tolerating the GPU taint), whose extra
+// nodeSelector, if any, is workerSelector.
+func pytorchRoles(workers, gpus int, workerSelector map[string]string) []Role {
+	return []Role{
+		{Type: kubeflowv1.PyTorchJobReplicaTypeMaster, Replicas: 1, CPU: "1", Memory: "4Gi", NodeSelector: onCPUNodes},
+		{Type: kubeflowv1.PyTorchJobReplicaTypeWorker, Replicas: workers, CPU: "4", Memory: "16Gi", GPUs: gpus, TolerateGPU: true, NodeSelector: workerSelector},
+	}
+}
+
+// Names are the scenarios in the order they run.
+var Names = []string{"S1", "S2", "S3", "S4", "S4x4", "Q"}
+
+// Catalog returns every scenario at scale (1 is the design's reference
+// point: 1000 nodes, 500 gangs of 4 pods, client QPS 1000); hold is how
+// long S3's gangs run.
+func Catalog(scale float64, hold time.Duration) []Scenario {
+	return []Scenario{s1(scale), s2(scale), s3(scale, hold), s4(scale, 1), s4(scale, 4), quality(scale)}
+}
+
+// s1, many small gangs: the design's reference workload; everything fits.
+func s1(scale float64) Scenario {
+	return Scenario{
+		Name: "S1", Title: "many small gangs",
+		Pools: []NodePool{cpuPool(scaled(200, scale, 1)), gpuPool("gpu", "A100", scaled(800, scale, 1))},
+		Gangs: scaled(500, scale, 1), Kind: kubeflowv1.PyTorchJobKind,
+		Roles:       pytorchRoles(3, 2, nil),
+		MustBindAll: true,
+	}
+}
+
+// s2, few giant gangs: four MPIJob-shaped gangs of a CPU launcher and
+// hundreds of workers, about S1's pod count; everything fits.
+func s2(scale float64) Scenario {
+	return Scenario{
+		Name: "S2", Title: "few giant gangs",
+		Pools: []NodePool{cpuPool(scaled(200, scale, 1)), gpuPool("gpu", "A100", scaled(800, scale, 1))},
+		Gangs: 4, Kind: kubeflowv1.MPIJobKind,
+		Roles: []Role{
+			{Type: kubeflowv1.MPIJobReplicaTypeLauncher, Replicas: 1, CPU: "1", Memory: "4Gi", NodeSelector: onCPUNodes},
+			{Type: kubeflowv1.MPIJobReplicaTypeWorker, Replicas: scaled(500, scale, 2), CPU: "4", Memory: "16Gi", GPUs: 2, TolerateGPU: true},
+		},
+		MustBindAll: true,
+	}
+}
+
+// s3, oversubscribed backlog: S1's gangs, three times as many as the GPU
+// nodes hold at once; each runs for hold, then the harness deletes it, so
+// the backlog drains in waves.
+func s3(scale float64, hold time.Duration) Scenario {
+	gpuNodes := scaled(100, scale, 1)
+	const workers, gpus = 3, 2
+	fit := gpuNodes * (8 / gpus) / workers
+	return Scenario{
+		Name: "S3", Title: "oversubscribed backlog (3× what fits)",
+		Pools: []NodePool{cpuPool(scaled(100, scale, 1)), gpuPool("gpu", "A100", gpuNodes)},
+		Gangs: 3 * max(fit, 1), Kind: kubeflowv1.PyTorchJobKind,
+		Roles:       pytorchRoles(workers, gpus, nil),
+		Hold:        hold,
+		MustBindAll: true,
+	}
+}
+
+// s4, scarce fit: the workers select a GPU model that 2% of the reference
+// cluster's nodes have. With nodeFactor 4 the cluster has four times as
+// many nodes but the same scarce ones, so a scheduler whose per-pod cost
+// grows with the node count shows it.
+func s4(scale float64, nodeFactor int) Scenario {
+	total := scaled(1000, scale, 5)
+	scarce := scaled(20, scale, 1)
+	cpu := scaled(200, scale, 1)
+	const workers, gpus = 3, 1
+	fit := scarce * (8 / gpus) / workers
+	s := Scenario{
+		Name: "S4", Title: "scarce fit (2% of the nodes have the GPU model)",
+		Pools: []NodePool{
+			cpuPool(cpu * nodeFactor),
+			gpuPool("gpu", "A100", total*nodeFactor-cpu*nodeFactor-scarce),
+			gpuPool("h100", "H100", scarce),
+		},
+		// Nine tenths of what fits: the last gangs still have a choice.
+		Gangs: max(fit*9/10, 1), Kind: kubeflowv1.PyTorchJobKind,
+		Roles:       pytorchRoles(workers, gpus, map[string]string{ModelLabel: "H100"}),
+		MustBindAll: true,
+	}
+	if nodeFactor > 1 {
+		s.Name = "S4x4"
+		s.Title = "scarce fit, 4× the nodes, the same scarce ones"
+	}
+	return s
+}
+
+// quality, the mixed CPU/GPU check: masters tolerate the GPU taint and
+// select no pool, so they may land on GPU nodes. The GPU nodes hold the
+// workers exactly (4 workers of 8 CPU and 2 GPUs fill a node's 32 CPU and
+// 8 GPUs), so every master placed on a GPU node strands two GPUs and
+// leaves a gang unplaceable.
+func quality(scale float64) Scenario {
+	gpuNodes := scaled(100, scale, 1)
+	return Scenario{
+		Name: "Q", Title: "mixed CPU/GPU quality: masters may go anywhere",
+		Pools: []NodePool{cpuPool(scaled(200, scale, 1)), gpuPool("gpu", "A100", gpuNodes)},
+		Gangs: gpuNodes, Kind: kubeflowv1.PyTorchJobKind,
+		Roles: []Role{
+			{Type: kubeflowv1.PyTorchJobReplicaTypeMaster, Replicas: 1, CPU: "4", Memory: "16Gi", TolerateGPU: true},
+			{Type: kubeflowv1.PyTorchJobReplicaTypeWorker, Replicas: 4, CPU: "8", Memory: "32Gi", GPUs: 2, TolerateGPU: true},
+		},
+	}
+}

@@ -1,0 +1,139 @@
+// Package scenario defines the benchmark's workloads: the nodes of a
+// cluster and the gangs every scheduler gets to place, as plain values. A
+// scenario is sized at the design's reference point (1000 nodes, 500 gangs
+// of 4 pods) and scaled down by one factor for quick runs.
+package scenario
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+)
+
+// Labels and taints of the simulated cluster, as internal/demo's nodes.
+const (
+	// PoolLabel names a node's pool: PoolCPU or PoolGPU.
+	PoolLabel = "node-pool"
+	PoolCPU   = "cpu"
+	PoolGPU   = "gpu"
+	// ModelLabel is the GPU model of a GPU node (S4 selects a scarce one).
+	ModelLabel = "nvidia.com/gpu.product"
+	// GPU is the GPU resource; pods ask for it as a limit, as users do.
+	GPU corev1.ResourceName = "nvidia.com/gpu"
+)
+
+// GPUTaint keeps pods that do not tolerate it off the GPU nodes.
+var GPUTaint = corev1.Taint{Key: string(GPU), Value: "present", Effect: corev1.TaintEffectNoSchedule}
+
+// NodePool is a set of identical nodes.
+type NodePool struct {
+	// Name prefixes the nodes' names: <name>-<index>.
+	Name   string
+	Count  int
+	CPU    string
+	Memory string
+	GPUs   int
+	// Model is the GPU model label value; empty on CPU nodes.
+	Model string
+}
+
+// Role is one replica type of the gangs.
+type Role struct {
+	// Type is the replica type ("Master", "Worker", "Launcher").
+	Type     kubeflowv1.ReplicaType
+	Replicas int
+	CPU      string
+	Memory   string
+	GPUs     int
+	// NodeSelector is the role's template nodeSelector.
+	NodeSelector map[string]string
+	// TolerateGPU adds a toleration of GPUTaint.
+	TolerateGPU bool
+}
+
+// Scenario is one workload: a cluster and the gangs to place on it.
+type Scenario struct {
+	// Name is short ("S1"); Title says what it stands for.
+	Name  string
+	Title string
+	Pools []NodePool
+	// Gangs is how many identical gangs of Roles there are.
+	Gangs int
+	// Kind is the job kind the gangs are shaped after (PyTorchJob,
+	// MPIJob): their pods' labels and owner.
+	Kind  string
+	Roles []Role
+	// Hold, when set, is how long a gang runs: the harness deletes its
+	// pods and PodGroup that long after its last pod is bound, so that a
+	// backlog drains (S3).
+	Hold time.Duration
+	// MustBindAll says that every gang fits, so a run that leaves one
+	// unbound failed. The quality check (Q) can strand gangs by bad
+	// placement; its unbound gangs are a result, not a harness failure.
+	MustBindAll bool
+}
+
+// Nodes is the scenario's node count.
+func (s Scenario) Nodes() int {
+	n := 0
+	for _, p := range s.Pools {
+		n += p.Count
+	}
+	return n
+}
+
+// PodsPerGang is the size of one gang.
+func (s Scenario) PodsPerGang() int {
+	n := 0
+	for _, r := range s.Roles {
+		n += r.Replicas
+	}
+	return n
+}
+
+// Pods is the scenario's pod count.
+func (s Scenario) Pods() int { return s.Gangs * s.PodsPerGang() }
+
+// Describe says in one line what the cluster and the gangs are.
+func (s Scenario) Describe() string {
+	var pools []string
+	for _, p := range s.Pools {
+		d := fmt.Sprintf("%d×%s (%s CPU", p.Count, p.Name, p.CPU)
+		if p.GPUs > 0 {
+			d += fmt.Sprintf(", %d GPU", p.GPUs)
+		}
+		pools = append(pools, d+")")
+	}
+	var roles []string
+	for _, r := range s.Roles {
+		d := fmt.Sprintf("%d %s (%s CPU", r.Replicas, strings.ToLower(string(r.Type)), r.CPU)
+		if r.GPUs > 0 {
+			d += fmt.Sprintf(", %d GPU", r.GPUs)
+		}
+		if len(r.NodeSelector) > 0 {
+			var sel []string
+			for _, k := range slices.Sorted(maps.Keys(r.NodeSelector)) {
+				sel = append(sel, k+"="+r.NodeSelector[k])
+			}
+			d += ", " + strings.Join(sel, ",")
+		}
+		roles = append(roles, d+")")
+	}
+	d := fmt.Sprintf("%d nodes: %s; %d gangs of %s; %d pods", s.Nodes(), strings.Join(pools, " + "), s.Gangs, strings.Join(roles, " + "), s.Pods())
+	if s.Hold > 0 {
+		d += fmt.Sprintf("; each gang deleted %v after it is bound", s.Hold)
+	}
+	return d
+}
+
+// scaled is n×scale rounded, at least least.
+func scaled(n int, scale float64, least int) int {
+	return max(int(math.Round(float64(n)*scale)), least)
+}

@@ -1,0 +1,230 @@
+package scenario_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/integrations"
+	"github.com/troupe-ml/troupe/integrations/schedulerplugins"
+	"github.com/troupe-ml/troupe/integrations/troupe"
+	"github.com/troupe-ml/troupe/integrations/volcano"
+	"github.com/troupe-ml/troupe/test/bench/scenario"
+)
+
+func byName(t *testing.T, scale float64) map[string]scenario.Scenario {
+	t.Helper()
+	out := map[string]scenario.Scenario{}
+	var names []string
+	for _, s := range scenario.Catalog(scale, 5*time.Second) {
+		out[s.Name] = s
+		names = append(names, s.Name)
+	}
+	if !slices.Equal(names, scenario.Names) {
+		t.Fatalf("catalog order %v, Names %v", names, scenario.Names)
+	}
+	return out
+}
+
+// The reference point is the design's: its node and gang counts are what
+// the documented results mean.
+func TestCatalogAtTheReferencePoint(t *testing.T) {
+	tests := []struct {
+		name                string
+		nodes, gangs, pods  int
+		hold                bool
+		mustBindAll         bool
+		scarceNodes, scarce int // S4: nodes of the selected model
+	}{
+		{name: "S1", nodes: 1000, gangs: 500, pods: 2000, mustBindAll: true},
+		{name: "S2", nodes: 1000, gangs: 4, pods: 2004, mustBindAll: true},
+		{name: "S3", nodes: 200, gangs: 399, pods: 1596, hold: true, mustBindAll: true},
+		{name: "S4", nodes: 1000, gangs: 47, pods: 188, mustBindAll: true, scarceNodes: 20},
+		{name: "S4x4", nodes: 4000, gangs: 47, pods: 188, mustBindAll: true, scarceNodes: 20},
+		{name: "Q", nodes: 300, gangs: 100, pods: 500},
+	}
+	all := byName(t, 1)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := all[tc.name]
+			if s.Nodes() != tc.nodes || s.Gangs != tc.gangs || s.Pods() != tc.pods {
+				t.Errorf("%d nodes, %d gangs, %d pods; want %d, %d, %d", s.Nodes(), s.Gangs, s.Pods(), tc.nodes, tc.gangs, tc.pods)
+			}
+			if (s.Hold > 0) != tc.hold || s.MustBindAll != tc.mustBindAll {
+				t.Errorf("hold %v, must bind all %v", s.Hold, s.MustBindAll)
+			}
+			if got := len(s.NodeObjects()); got != tc.nodes {
+				t.Errorf("%d node objects, want %d", got, tc.nodes)
+			}
+			if tc.scarceNodes > 0 {
+				n := 0
+				for _, node := range s.NodeObjects() {
+					if node.Labels[scenario.ModelLabel] == "H100" {
+						n++
+					}
+				}
+				if n != tc.scarceNodes {
+					t.Errorf("%d H100 nodes, want %d", n, tc.scarceNodes)
+				}
+			}
+		})
+	}
+	if got := float64(20) / float64(all["S4"].Nodes()); got != 0.02 {
+		t.Errorf("S4's scarce share = %v, want the issue's 2%%", got)
+	}
+}
+
+// gpuCapacity is the GPUs of the nodes a role's pods may use.
+func gpuCapacity(s scenario.Scenario, r scenario.Role) int {
+	total := 0
+	for _, p := range s.Pools {
+		if r.NodeSelector[scenario.ModelLabel] == "" || r.NodeSelector[scenario.ModelLabel] == p.Model {
+			total += p.Count * (p.GPUs / max(r.GPUs, 1))
+		}
+	}
+	return total
+}
+
+// What "fits", "three times what fits" and "exactly fits" claim, checked
+// at both the reference point and the smoke test's scale.
+func TestCatalogFits(t *testing.T) {
+	for _, scale := range []float64{1, 0.02} {
+		all := byName(t, scale)
+		for _, name := range scenario.Names {
+			s := all[name]
+			workers := s.Roles[len(s.Roles)-1]
+			slots := gpuCapacity(s, workers) // worker pods the GPU nodes hold at once
+			need := s.Gangs * workers.Replicas
+			switch name {
+			case "S3":
+				fit := slots / workers.Replicas
+				if s.Gangs != 3*fit {
+					t.Errorf("scale %v: S3 has %d gangs, %d fit at once: want three times", scale, s.Gangs, fit)
+				}
+			case "Q":
+				if need != slots {
+					t.Errorf("scale %v: Q needs %d worker slots, the GPU nodes hold %d: want an exact fit", scale, need, slots)
+				}
+			default:
+				if need > slots {
+					t.Errorf("scale %v: %s needs %d worker slots, the GPU nodes hold %d", scale, name, need, slots)
+				}
+			}
+			if s.Gangs < 1 || s.Nodes() < 2 {
+				t.Errorf("scale %v: %s is empty: %s", scale, name, s.Describe())
+			}
+		}
+	}
+}
+
+func TestNodeObjects(t *testing.T) {
+	s := byName(t, 0.02)["S4"]
+	for _, n := range s.NodeObjects() {
+		gpus := n.Status.Allocatable[scenario.GPU]
+		switch n.Labels[scenario.PoolLabel] {
+		case scenario.PoolCPU:
+			if gpus.Value() != 0 || len(n.Spec.Taints) != 0 {
+				t.Errorf("CPU node %s: %d GPUs, taints %v", n.Name, gpus.Value(), n.Spec.Taints)
+			}
+		case scenario.PoolGPU:
+			if gpus.Value() != 8 || len(n.Spec.Taints) != 1 || n.Spec.Taints[0] != scenario.GPUTaint || n.Labels[scenario.ModelLabel] == "" {
+				t.Errorf("GPU node %s: %d GPUs, taints %v, labels %v", n.Name, gpus.Value(), n.Spec.Taints, n.Labels)
+			}
+		default:
+			t.Errorf("node %s has no pool: %v", n.Name, n.Labels)
+		}
+		if n.Labels[corev1.LabelHostname] != n.Name || n.Status.Capacity.Cpu().IsZero() {
+			t.Errorf("node %s: labels %v, capacity %v", n.Name, n.Labels, n.Status.Capacity)
+		}
+	}
+}
+
+// Every scheduler gets the same gang in its own dialect, as the
+// operator's backend for it writes it.
+func TestGangDialects(t *testing.T) {
+	s := byName(t, 1)["S1"]
+	tests := []struct {
+		dialect   integrations.Backend
+		scheduler string
+		check     func(t *testing.T, pod *corev1.Pod)
+	}{{
+		dialect:   troupe.Backend{},
+		scheduler: "troupe-scheduler",
+		check: func(t *testing.T, pod *corev1.Pod) {
+			if pod.Annotations[schedulingv1alpha1.PodGroupNameAnnotation] != "s1-0007" {
+				t.Errorf("group annotation: %v", pod.Annotations)
+			}
+		},
+	}, {
+		dialect:   volcano.Backend{},
+		scheduler: "volcano",
+		check: func(t *testing.T, pod *corev1.Pod) {
+			if pod.Annotations["scheduling.k8s.io/group-name"] != "s1-0007" {
+				t.Errorf("group annotation: %v", pod.Annotations)
+			}
+		},
+	}, {
+		dialect:   schedulerplugins.Backend{Scheduler: "sp"},
+		scheduler: "sp",
+		check: func(t *testing.T, pod *corev1.Pod) {
+			if pod.Labels["scheduling.x-k8s.io/pod-group"] != "s1-0007" {
+				t.Errorf("group label: %v", pod.Labels)
+			}
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.scheduler, func(t *testing.T) {
+			g := s.Gang(7, "bench", tc.dialect)
+			if g.Name != "s1-0007" || len(g.Pods) != 4 || g.Owner.Namespace != "bench" || g.Ref.Kind != kubeflowv1.PyTorchJobKind || !*g.Ref.Controller {
+				t.Fatalf("gang %s: %d pods, owner %+v, ref %+v", g.Name, len(g.Pods), g.Owner, g.Ref)
+			}
+			for i, pod := range g.Pods {
+				if pod.Spec.SchedulerName != tc.scheduler {
+					t.Errorf("%s: scheduler %q", pod.Name, pod.Spec.SchedulerName)
+				}
+				if pod.Annotations[integrations.TaskSpecAnnotation] != strings.ToLower(pod.Labels[kubeflowv1.ReplicaTypeLabel]) {
+					t.Errorf("%s: task-spec %v, labels %v", pod.Name, pod.Annotations, pod.Labels)
+				}
+				if scenario.GangOf(pod) != g.Name || scenario.IsMaster(pod) != (i == 0) {
+					t.Errorf("%s: gang %q, master %v", pod.Name, scenario.GangOf(pod), scenario.IsMaster(pod))
+				}
+				tc.check(t, pod)
+			}
+			master, worker := g.Pods[0], g.Pods[1]
+			if master.Name != "s1-0007-master-0" || worker.Name != "s1-0007-worker-0" {
+				t.Errorf("names %s, %s", master.Name, worker.Name)
+			}
+			if master.Spec.NodeSelector[scenario.PoolLabel] != scenario.PoolCPU || len(master.Spec.Tolerations) != 0 || scenario.GPURequest(master) != 0 {
+				t.Errorf("master: selector %v, tolerations %v", master.Spec.NodeSelector, master.Spec.Tolerations)
+			}
+			if scenario.GPURequest(worker) != 2 || len(worker.Spec.Tolerations) != 1 {
+				t.Errorf("worker: %d GPUs, tolerations %v", scenario.GPURequest(worker), worker.Spec.Tolerations)
+			}
+			// The PodGroup's content is what ComputeGangSpec gives the
+			// operator: the whole gang, per role, and its resources.
+			wantCPU := resource.MustParse("13") // 1 + 3×4
+			if g.Spec.MinMember != 4 || g.Spec.MinTaskMember["master"] != 1 || g.Spec.MinTaskMember["worker"] != 3 ||
+				g.Spec.MinResources.Cpu().Cmp(wantCPU) != 0 || g.Spec.MinResources.Name(scenario.GPU, resource.DecimalSI).Value() != 6 {
+				t.Errorf("gang spec %+v", g.Spec)
+			}
+		})
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	got := byName(t, 1)["S4"].Describe()
+	for _, want := range []string{"1000 nodes", "20×h100 (32 CPU, 8 GPU)", "47 gangs", "nvidia.com/gpu.product=H100", "188 pods"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Describe() = %q, missing %q", got, want)
+		}
+	}
+	if got := byName(t, 1)["S3"].Describe(); !strings.Contains(got, "deleted 5s after it is bound") {
+		t.Errorf("S3 does not say its gangs end: %q", got)
+	}
+}

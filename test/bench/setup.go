@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/troupe-ml/troupe/internal/testutil"
+	"github.com/troupe-ml/troupe/test/bench/placer"
+	"github.com/troupe-ml/troupe/test/bench/scenario"
+)
+
+// namespace holds every gang of a run.
+const namespace = "bench"
+
+// setupParallelism is how many creates the harness keeps in flight. Setup
+// is not measured; it only has to be quick.
+const setupParallelism = 32
+
+// createNodes registers the scenario's nodes, Ready and without the
+// not-ready taint, as a kubelet and the node lifecycle controller would
+// leave them.
+func createNodes(ctx context.Context, c *cluster, s scenario.Scenario) error {
+	return inParallel(ctx, s.NodeObjects(), func(ctx context.Context, n *corev1.Node) error {
+		if err := testutil.CreateReadyNode(ctx, c.client, n); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		return nil
+	})
+}
+
+// createGangs creates the namespace and every gang of the scenario in the
+// placer's dialect: each PodGroup through the backend's own SyncPodGroup,
+// then its pods. It returns each gang's size.
+func createGangs(ctx context.Context, c *cluster, s scenario.Scenario, dialect placer.Dialect) (map[string]int, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if err := c.client.Create(ctx, ns); err != nil {
+		return nil, fmt.Errorf("create namespace %s: %w", namespace, err)
+	}
+	sizes := map[string]int{}
+	gangs := make([]scenario.Gang, s.Gangs)
+	for i := range s.Gangs {
+		gangs[i] = s.Gang(i, namespace, dialect)
+		sizes[gangs[i].Name] = len(gangs[i].Pods)
+	}
+	err := inParallel(ctx, gangs, func(ctx context.Context, gang scenario.Gang) error {
+		if _, err := dialect.SyncPodGroup(ctx, c.client, gang.Owner, gang.Ref, gang.Spec); err != nil {
+			return fmt.Errorf("gang %s: %w", gang.Name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var pods []*corev1.Pod
+	for _, gang := range gangs {
+		pods = append(pods, gang.Pods...)
+	}
+	return sizes, inParallel(ctx, pods, func(ctx context.Context, pod *corev1.Pod) error {
+		if err := c.client.Create(ctx, pod); err != nil {
+			return fmt.Errorf("pod %s: %w", pod.Name, err)
+		}
+		return nil
+	})
+}
+
+// inParallel calls fn on every item, setupParallelism at a time, and
+// returns the first error; after one, the items not started are skipped.
+func inParallel[T any](ctx context.Context, items []T, fn func(context.Context, T) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, setupParallelism)
+	var wg sync.WaitGroup
+	for _, item := range items {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := fn(ctx, item); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return context.Cause(ctx)
+}
