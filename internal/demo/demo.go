@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -228,7 +229,11 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.startManagers(); err != nil {
 		return err
 	}
-	d.step("started troupe-operator (--gang-scheduler-name=troupe) and troupe-scheduler in-process")
+	sched := "troupe-scheduler"
+	if o.SchedulerConfig != "" {
+		sched += " (--config=" + o.SchedulerConfig + ")"
+	}
+	d.step("started troupe-operator (--gang-scheduler-name=troupe) and " + sched + " in-process")
 
 	// The jobs can wait for the nodes; the API server's first write of a
 	// custom resource takes it about 2 s (it sets up quota admission for
@@ -294,7 +299,11 @@ func (d *demo) startManagers() error {
 	if err != nil {
 		return fmt.Errorf("operator flags: %w", err)
 	}
-	schedOpts, err := app.ParseFlags(off, io.Discard)
+	schedArgs := off
+	if d.opts.SchedulerConfig != "" {
+		schedArgs = append(slices.Clone(off), "--config="+d.opts.SchedulerConfig)
+	}
+	schedOpts, err := app.ParseFlags(schedArgs, io.Discard)
 	if err != nil {
 		return fmt.Errorf("scheduler flags: %w", err)
 	}

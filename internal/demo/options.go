@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/troupe-ml/troupe/gangscheduler/config"
 )
 
 // modulePath identifies the repository root, where config/ and examples/
@@ -49,6 +51,9 @@ type Options struct {
 	Refresh             time.Duration
 	NoControllerManager bool
 	ShowGangRestart     bool
+	// SchedulerConfig is troupe-scheduler's --config, e.g. to turn the
+	// preempt action on.
+	SchedulerConfig string
 
 	// gangExample is GangRestartExample resolved, with --show-gang-restart.
 	gangExample string
@@ -93,6 +98,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "With --until-running: how long to wait for the cluster, the examples and the gang restart.")
 	fs.DurationVar(&o.Refresh, "refresh", o.Refresh, "How often the table is redrawn.")
 	fs.BoolVar(&o.ShowGangRestart, "show-gang-restart", o.ShowGangRestart, "Once the examples run, apply "+GangRestartExample+" (restartPolicy Gang), fail one of its workers with exit code 137 through kwok's chaos stage, and show the operator restart the whole gang as generation 1; --until-running then also waits for that restart. The job is deleted a while after the restart, giving its GPUs back.")
+	fs.StringVar(&o.SchedulerConfig, "scheduler-config", o.SchedulerConfig, "troupe-scheduler's configuration (its --config: actions and plugins, YAML; see config/samples/scheduler-config.yaml), e.g. to turn preemption on. Default: the scheduler's own.")
 	fs.BoolVar(&o.NoControllerManager, "no-controller-manager", o.NoControllerManager, "Do not run kube-controller-manager: the demo removes the nodes' not-ready taints itself, and nothing garbage-collects a deleted job's pods.")
 }
 
@@ -116,6 +122,11 @@ func (o *Options) Validate() error {
 	}
 	if o.ShowGangRestart && o.GPUNodes == 0 {
 		errs = append(errs, fmt.Errorf("--show-gang-restart: the job it restarts (%s) runs on GPU nodes; pass --gpu-nodes of at least 1, or --show-gang-restart=false", GangRestartExample))
+	}
+	if o.SchedulerConfig != "" {
+		if _, err := config.Load(o.SchedulerConfig); err != nil {
+			errs = append(errs, fmt.Errorf("--scheduler-config %s: %w", o.SchedulerConfig, err))
+		}
 	}
 	if o.Refresh < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("--refresh: must be at least 100ms, got %v", o.Refresh))

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,11 +19,13 @@ func TestParseFlags(t *testing.T) {
 		t.Errorf("unexpected defaults: %+v", o)
 	}
 
-	o, err = ParseFlags([]string{"--until-running", "--timeout=90s", "--examples=a.yaml, b.yaml", "--cpu-nodes=1", "--gpu-nodes=0", "--show-gang-restart=false", "--state-dir=rel"}, io.Discard)
+	o, err = ParseFlags([]string{"--until-running", "--timeout=90s", "--examples=a.yaml, b.yaml", "--cpu-nodes=1", "--gpu-nodes=0", "--show-gang-restart=false", "--state-dir=rel",
+		"--scheduler-config=../../config/samples/scheduler-config.yaml"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.UntilRunning || o.Timeout != 90*time.Second || strings.Join(o.Examples, ",") != "a.yaml,b.yaml" || o.CPUNodes != 1 || o.ShowGangRestart || !filepath.IsAbs(o.StateDir) {
+	if !o.UntilRunning || o.Timeout != 90*time.Second || strings.Join(o.Examples, ",") != "a.yaml,b.yaml" || o.CPUNodes != 1 || o.ShowGangRestart || !filepath.IsAbs(o.StateDir) ||
+		o.SchedulerConfig != "../../config/samples/scheduler-config.yaml" {
 		t.Errorf("flags not applied: %+v", o)
 	}
 
@@ -37,6 +40,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"--gpu-nodes=0"}, []string{"--show-gang-restart: the job it restarts (examples/pytorchjob-gang-restart.yaml) runs on GPU nodes; pass --gpu-nodes of at least 1, or --show-gang-restart=false"}},
 		{[]string{"--show-gang-restart=maybe"}, []string{`invalid boolean value "maybe" for -show-gang-restart`}},
 		{[]string{"extra"}, []string{"unexpected arguments"}},
+		{[]string{"--scheduler-config=/nonexistent/scheduler.yaml"}, []string{"--scheduler-config /nonexistent/scheduler.yaml: ", "no such file"}},
+		{[]string{"--scheduler-config=" + writeFile(t, "actions: [enqueue, allocate, teleport]\n")}, []string{"--scheduler-config ", "teleport"}},
 	} {
 		_, err := ParseFlags(tc.args, io.Discard)
 		if err == nil {
@@ -49,4 +54,14 @@ func TestParseFlags(t *testing.T) {
 			}
 		}
 	}
+}
+
+// writeFile writes content to a file of the test's and returns its path.
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -196,3 +196,46 @@ func (p *peer) check() {
 	lines := strings.Split(string(raw), "\n")
 	GinkgoWriter.Printf("--- last lines of %s\n%s\n", p.LogFile(), strings.Join(lines[max(0, len(lines)-80):], "\n"))
 }
+
+// gangRestart restarts the whole gang after a member's failure, at once.
+func gangRestart() *kubeflowv1.GangPolicy {
+	zero := int32(0)
+	return &kubeflowv1.GangPolicy{
+		RestartPolicy: kubeflowv1.GangRestartPolicyGang,
+		Backoff:       &kubeflowv1.GangBackoff{InitialSeconds: &zero, MaxSeconds: &zero},
+	}
+}
+
+// expectGangRestarted fails one member of a bound gang with a retryable
+// exit code and waits until the job's next generation is bound whole by
+// scheduler: n new pods, all of generation 1, in their pools. It plays the
+// kubelet's part in the teardown: a bound pod that is deleted stays
+// Terminating until its kubelet confirms, and envtest has none.
+func expectGangRestarted(ctx context.Context, ns, job, scheduler string, first []corev1.Pod, member int) {
+	GinkgoHelper()
+	for i := range first {
+		Expect(testutil.SetPodPhase(ctx, suite.Client, &first[i], corev1.PodRunning)).To(Succeed())
+	}
+	Expect(testutil.FailPod(ctx, suite.Client, &first[member], 137)).To(Succeed())
+	old := map[string]bool{}
+	for _, p := range first {
+		old[string(p.UID)] = true
+	}
+	var second []corev1.Pod
+	Eventually(func(g Gomega) {
+		var pods corev1.PodList
+		g.Expect(suite.Client.List(ctx, &pods, client.InNamespace(ns), jobPods(job))).To(Succeed())
+		for i := range pods.Items {
+			if p := &pods.Items[i]; p.DeletionTimestamp != nil {
+				g.Expect(client.IgnoreNotFound(suite.Client.Delete(ctx, p, client.GracePeriodSeconds(0)))).To(Succeed())
+			}
+		}
+		second = listPods(ctx, g, ns, jobPods(job), len(first))
+		for _, p := range second {
+			g.Expect(old).NotTo(HaveKey(string(p.UID)), "pod %s of the old gang is still there", p.Name)
+			g.Expect(p.Labels).To(HaveKeyWithValue(kubeflowv1.GangGenerationLabel, "1"))
+			g.Expect(p.Spec.NodeName).NotTo(BeEmpty(), "pod %s is not bound", p.Name)
+		}
+	}).WithTimeout(bindTimeout).Should(Succeed())
+	expectPlaced(ctx, scheduler, second)
+}

@@ -54,6 +54,20 @@ var _ = Describe("kube-scheduler with scheduler-plugins' Coscheduling", Ordered,
 		expectPlaced(ctx, peers.CoschedulingSchedulerName, expectAllBound(ctx, ns, jobPods("fits"), 3))
 	})
 
+	It("restarts a PyTorchJob whose worker failed as a whole gang, which Coscheduling binds whole again", func(ctx SpecContext) {
+		ns := suite.NewNamespace(ctx, "cosched-regang")
+		pools(ctx, ns, 1, 2, 4)
+		job := pytorchJob("regang", ns, 2)
+		for _, spec := range job.Spec.PyTorchReplicaSpecs {
+			spec.RestartPolicy = "ExitCode"
+		}
+		job.Spec.RunPolicy.GangPolicy = gangRestart()
+		Expect(suite.Client.Create(ctx, job)).To(Succeed())
+
+		first := expectAllBound(ctx, ns, jobPods("regang"), 3)
+		expectGangRestarted(ctx, ns, "regang", peers.CoschedulingSchedulerName, first, 2)
+	})
+
 	It("binds no pod of a PyTorchJob whose gang fits in sum but not node by node, and says why on the job", func(ctx SpecContext) {
 		ns := suite.NewNamespace(ctx, "cosched-too-big")
 		// 12 GPUs for 3 workers of 4, but 6 a node: the master and two
@@ -84,9 +98,10 @@ var _ = Describe("kube-scheduler with scheduler-plugins' Coscheduling", Ordered,
 		}).WithTimeout(bindTimeout).Should(Succeed())
 		AddReportEntry("the job's GangScheduled message", why)
 		// The reason underneath: with its siblings held at Permit, one
-		// worker finds no node with 4 free GPUs. The job quotes the first
-		// pod of each role, whose message may be a sibling's rejection
-		// instead, so this is read from the pods.
+		// worker finds no node with 4 free GPUs. A pod's PodScheduled
+		// condition holds only its latest verdict, which may be a sibling's
+		// rejection by then, so this is read from the pods' conditions and
+		// from kube-scheduler's FailedScheduling events, which keep each.
 		Eventually(func(g Gomega) {
 			var verdicts []string
 			for _, p := range listPods(ctx, g, ns, jobPods("too-big"), 4) {
@@ -94,6 +109,13 @@ var _ = Describe("kube-scheduler with scheduler-plugins' Coscheduling", Ordered,
 					if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
 						verdicts = append(verdicts, c.Message)
 					}
+				}
+			}
+			var events corev1.EventList
+			g.Expect(suite.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+			for _, e := range events.Items {
+				if e.Reason == "FailedScheduling" {
+					verdicts = append(verdicts, e.Message)
 				}
 			}
 			g.Expect(verdicts).To(ContainElement(ContainSubstring("Insufficient nvidia.com/gpu")))

@@ -61,6 +61,20 @@ var _ = Describe("Volcano's scheduler", Ordered, func() {
 		expectPlaced(ctx, peers.VolcanoSchedulerName, expectAllBound(ctx, ns, jobPods("mixed"), 4))
 	})
 
+	It("restarts a TFJob whose worker failed as a whole gang, which Volcano admits afresh and binds whole", func(ctx SpecContext) {
+		ns := suite.NewNamespace(ctx, "volcano-regang")
+		pools(ctx, ns, 2, 2, 4)
+		job := tfJob("regang", ns)
+		for _, spec := range job.Spec.TFReplicaSpecs {
+			spec.RestartPolicy = "ExitCode"
+		}
+		job.Spec.RunPolicy.GangPolicy = gangRestart()
+		Expect(suite.Client.Create(ctx, job)).To(Succeed())
+
+		first := expectAllBound(ctx, ns, jobPods("regang"), 4)
+		expectGangRestarted(ctx, ns, "regang", peers.VolcanoSchedulerName, first, 2)
+	})
+
 	// Volcano caches predicate failures per job and task-spec for the rest
 	// of a cycle (util.predicateHelper in volcano.sh/volcano v1.14.1's
 	// pkg/scheduler/util/predicate_helper.go, keyed "<job>/<task-spec>"):
