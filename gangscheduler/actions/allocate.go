@@ -59,15 +59,21 @@ func (a *Allocate) Execute(ssn *framework.Session) {
 		return true
 	}
 	walk := newQueueWalk(ssn, noPending, admit)
+	refused := newRefusals()
 	for queue, job, ok := walk.next(); ok; queue, job, ok = walk.next() {
-		a.allocateJob(ssn, queue, job)
+		a.allocateJob(ssn, refused, queue, job)
 	}
 }
 
-// allocateJob tries to place job's pending tasks as one gang.
-func (a *Allocate) allocateJob(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInfo) {
+// allocateJob tries to place job's pending tasks as one gang, unless a
+// gang of its shape was refused earlier in the pass.
+func (a *Allocate) allocateJob(ssn *framework.Session, refused *refusals, queue *api.QueueInfo, job *api.JobInfo) {
 	tasks := job.PendingTasks()
 	slices.SortStableFunc(tasks, ssn.TaskCompare)
+	if msg, ok := refused.lookup(queue.Name, job, tasks); ok {
+		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, msg)
+		return
+	}
 
 	stmt := ssn.Statement()
 	ready := job.ReadyCount()
@@ -75,6 +81,8 @@ func (a *Allocate) allocateJob(ssn *framework.Session, queue *api.QueueInfo, job
 	// statement only fills nodes, and the class fixes every input of the
 	// predicates. So its other tasks are skipped, not searched again.
 	failed := map[*framework.Class]bool{}
+	// The first task that found no room, and why.
+	var firstPod *api.TaskInfo
 	var firstFailure string
 	for i, task := range tasks {
 		if ready+int32(stmt.Len())+int32(len(tasks)-i) < job.MinMember {
@@ -90,8 +98,8 @@ func (a *Allocate) allocateJob(ssn *framework.Session, queue *api.QueueInfo, job
 			if cls != nil {
 				failed[cls] = true
 			}
-			if firstFailure == "" {
-				firstFailure = fmt.Sprintf("pod %s: queue %q has no share or capability left for it", task.Key(), queue.Name)
+			if firstPod == nil {
+				firstPod, firstFailure = task, fmt.Sprintf("queue %q has no share or capability left for it", queue.Name)
 			}
 			continue
 		}
@@ -100,16 +108,16 @@ func (a *Allocate) allocateJob(ssn *framework.Session, queue *api.QueueInfo, job
 			if cls != nil {
 				failed[cls] = true
 			}
-			if firstFailure == "" {
-				firstFailure = fmt.Sprintf("pod %s: %s", task.Key(), ssn.Diagnose(task))
+			if firstPod == nil {
+				firstPod, firstFailure = task, ssn.Diagnose(task).String()
 			}
 			continue
 		}
 		if err := stmt.Allocate(task, node); err != nil {
 			// Cannot happen for a pending task of this session; keep going
 			// without it rather than abort the cycle.
-			if firstFailure == "" {
-				firstFailure = err.Error()
+			if firstPod == nil {
+				firstPod, firstFailure = task, err.Error()
 			}
 			continue
 		}
@@ -118,31 +126,32 @@ func (a *Allocate) allocateJob(ssn *framework.Session, queue *api.QueueInfo, job
 	placed := stmt.Len()
 	if placed > 0 && ssn.JobReady(job) {
 		stmt.Commit()
-		if firstFailure != "" {
-			ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, "some pods were not placed: "+firstFailure)
+		if firstPod != nil {
+			ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, refusalMessage("some pods were not placed: ", firstPod, firstFailure))
 		}
 		return
 	}
 	stmt.Discard()
-	msg := "no pod could be placed"
+	prefix := "no pod could be placed"
 	if placed > 0 {
-		msg = fmt.Sprintf("gang not ready with %d pods placed (%d already running or bound, minMember %d): nothing bound",
+		prefix = fmt.Sprintf("gang not ready with %d pods placed (%d already running or bound, minMember %d): nothing bound",
 			placed, ready, job.MinMember)
 	}
-	if firstFailure != "" {
-		msg += "; " + firstFailure
+	if firstPod != nil {
+		prefix += "; "
 	}
-	ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, msg)
+	ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, refused.record(queue.Name, job, tasks, prefix, firstPod, firstFailure))
 }
 
 // bestNode returns the feasible node with the highest score for task, nil if
-// none fits. NodeList is sorted by name and only a strictly higher score
-// replaces the best, so ties go to the first name: the choice is
-// deterministic.
+// none fits. It visits only the nodes task may fit on
+// (framework.Session.CandidateNodes), in NodeList order, which is by name;
+// only a strictly higher score replaces the best, so ties go to the first
+// name: the choice is deterministic.
 func bestNode(ssn *framework.Session, cls *framework.Class, task *api.TaskInfo) *api.NodeInfo {
 	var best *api.NodeInfo
 	var bestScore int64
-	for _, n := range ssn.NodeList {
+	for _, n := range ssn.CandidateNodes(cls, task) {
 		if !ssn.PredicateWithClass(cls, task, n).Fit {
 			continue
 		}

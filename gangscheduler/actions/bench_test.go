@@ -69,15 +69,7 @@ func benchSessions(b *testing.B, plugs func() []framework.Plugin, pending bool, 
 			b.ResetTimer()
 			for range b.N {
 				b.StopTimer()
-				jobs := make([]*api.JobInfo, len(c.jobs))
-				for i, j := range c.jobs {
-					cp := *j
-					if pending {
-						cp.Phase = api.JobPending
-					}
-					jobs[i] = &cp
-				}
-				snap := st.MustSnapshot(c.nodes, c.pods, jobs)
+				snap := st.MustSnapshot(c.nodes, c.pods, copyJobs(c.jobs, pending))
 				b.StartTimer()
 
 				ssn := framework.OpenSession(snap, plugs()...)
@@ -107,6 +99,20 @@ func benchSessions(b *testing.B, plugs func() []framework.Plugin, pending bool, 
 	}
 }
 
+// copyJobs copies jobs for a fresh snapshot (it adds tasks to them),
+// Pending when pending.
+func copyJobs(jobs []*api.JobInfo, pending bool) []*api.JobInfo {
+	out := make([]*api.JobInfo, len(jobs))
+	for i, j := range jobs {
+		cp := *j
+		if pending {
+			cp.Phase = api.JobPending
+		}
+		out[i] = &cp
+	}
+	return out
+}
+
 func firstN(m map[api.JobID]framework.Unschedulable, n int) []string {
 	var out []string
 	for k, v := range m {
@@ -116,4 +122,42 @@ func firstN(m map[api.JobID]framework.Unschedulable, n int) []string {
 		out = append(out, string(k)+": "+v.Message)
 	}
 	return out
+}
+
+// BenchmarkEnqueueBacklog times one enqueue+allocate session on 200 nodes
+// (160 with 8 GPUs) with a backlog: the design's gangs, once, three times
+// and six times what the GPU nodes hold (213 gangs). The first 213 are
+// admitted and placed; the others are refused. A refused gang whose pods
+// fit no node costs no search once the first of its shape found none
+// (noFit), so the session's time should grow with what is placed, not
+// with the backlog.
+//
+//	go test -run=NONE -bench=Backlog -benchtime=1x ./gangscheduler/actions/
+func BenchmarkEnqueueBacklog(b *testing.B) {
+	const nodes, fit = 200, 213
+	for _, gangs := range []int{fit, 3 * fit, 6 * fit} {
+		b.Run(fmt.Sprintf("nodes=%d/gangs=%d", nodes, gangs), func(b *testing.B) {
+			c := benchCluster(nodes, gangs, 3)
+			var stats framework.Stats
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				snap := st.MustSnapshot(c.nodes, c.pods, copyJobs(c.jobs, true))
+				b.StartTimer()
+
+				ssn := framework.OpenSession(snap, plugins.Default()...)
+				ssn.Run(actions.NewEnqueue(), actions.NewAllocate())
+
+				b.StopTimer()
+				stats = ssn.Stats()
+				if admitted, bound := len(ssn.Admitted()), len(ssn.Bindings()); admitted != fit || bound != 4*fit {
+					b.Fatalf("admitted %d gangs and bound %d pods; want %d and %d", admitted, bound, fit, 4*fit)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(stats.PredicateEvaluations), "predicate-evals/op")
+			b.ReportMetric(float64(stats.DynamicChecks), "dynamic-checks/op")
+		})
+	}
 }

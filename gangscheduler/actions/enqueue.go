@@ -63,7 +63,7 @@ func (*Enqueue) Name() string { return "enqueue" }
 func (e *Enqueue) Execute(ssn *framework.Session) {
 	ssn.EnableAdmission()
 	walk := newQueueWalk(ssn, ssn.IsAdmitted, always)
-	p := enqueuePass{ssn: ssn}
+	p := enqueuePass{ssn: ssn, refused: newRefusals()}
 	for _, job, ok := walk.next(); ok; _, job, ok = walk.next() {
 		p.consider(job)
 	}
@@ -74,6 +74,9 @@ func (e *Enqueue) Execute(ssn *framework.Session) {
 // admitted, held until the end.
 type enqueuePass struct {
 	ssn *framework.Session
+	// refused holds the gang shapes refused in this pass: a later gang of
+	// one of them is refused without a search.
+	refused *refusals
 	// held are the admitted jobs' trial placements, in admission order.
 	held []*framework.Statement
 	// heldJobs and heldNeeds are those jobs and their needs: the queue
@@ -110,14 +113,21 @@ func (p *enqueuePass) consider(job *api.JobInfo) {
 		return
 	}
 
+	if msg, ok := p.refused.lookup(job.Queue, job, tasks); ok {
+		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, msg)
+		return
+	}
+	refuse := func(pod *api.TaskInfo, prefix, why string) {
+		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, p.refused.record(job.Queue, job, tasks, prefix, pod, why))
+	}
 	stmt := ssn.Statement()
 	for _, task := range tasks {
 		cls := ssn.ClassOf(task)
 		node := bestNode(ssn, cls, task)
 		if node == nil {
+			why := ssn.Diagnose(task).String()
 			stmt.Discard()
-			ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources,
-				fmt.Sprintf("the gang's %d pods do not fit node by node: pod %s: %s", len(tasks), task.Key(), ssn.Diagnose(task)))
+			refuse(task, fmt.Sprintf("the gang's %d pods do not fit node by node: ", len(tasks)), why)
 			return
 		}
 		if err := stmt.Allocate(task, node); err != nil {
@@ -129,8 +139,7 @@ func (p *enqueuePass) consider(job *api.JobInfo) {
 	}
 	if !ssn.JobReady(job) {
 		stmt.Discard()
-		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources,
-			fmt.Sprintf("the gang is not ready with its %d minimal pods placed", len(tasks)))
+		refuse(nil, "", fmt.Sprintf("the gang is not ready with its %d minimal pods placed", len(tasks)))
 		return
 	}
 	ssn.Admit(job)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,6 +86,24 @@ func NewTaskInfo(job JobID, pod *corev1.Pod) *TaskInfo {
 		t.ClassHash = h.Sum64()
 	}
 	return t
+}
+
+// Shape is what placing tasks, in this order, depends on of the tasks
+// themselves: each one's role and class signature. Two lists of one shape
+// are placed alike on the same nodes. False when a task has no class
+// signature.
+func Shape(tasks []*TaskInfo) (string, bool) {
+	var b strings.Builder
+	for _, t := range tasks {
+		if t.ClassSignature == "" {
+			return "", false
+		}
+		b.WriteString(t.Role)
+		b.WriteByte(0x1f)
+		b.WriteString(t.ClassSignature)
+		b.WriteByte(0x1e)
+	}
+	return b.String(), true
 }
 
 // ScalarQuantity is an amount of one scalar resource.

@@ -138,8 +138,12 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 		return err
 	}
 	recorder := mgr.GetEventRecorder(opts.SchedulerName)
+	var binderOpts []binder.Option
+	if !opts.PodScheduledEvents {
+		binderOpts = append(binderOpts, binder.WithoutScheduledEvents())
+	}
 	sched := scheduler.New(c,
-		binder.New(mgr.GetClient(), recorder, opts.BindWorkers),
+		binder.New(mgr.GetClient(), recorder, opts.BindWorkers, binderOpts...),
 		status.NewWriter(mgr.GetClient(), recorder, opts.BindWorkers),
 		scheduler.Options{
 			Actions:        acts,

@@ -32,6 +32,7 @@ type Options struct {
 	QPS                     float64
 	Burst                   int
 	BindWorkers             int
+	PodScheduledEvents      bool
 	MinCyclePeriod          time.Duration
 	MaxIdlePeriod           time.Duration
 
@@ -51,6 +52,7 @@ func NewOptions() *Options {
 		QPS:                    50,
 		Burst:                  100,
 		BindWorkers:            16,
+		PodScheduledEvents:     true,
 		MinCyclePeriod:         scheduler.DefaultMinCyclePeriod,
 		MaxIdlePeriod:          scheduler.DefaultMaxIdlePeriod,
 	}
@@ -70,6 +72,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the API server (binds and status writes).")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the API server.")
 	fs.IntVar(&o.BindWorkers, "bind-workers", o.BindWorkers, "Binds (and status writes) in flight at once.")
+	fs.BoolVar(&o.PodScheduledEvents, "pod-scheduled-events", o.PodScheduledEvents, "Record a Scheduled event on every pod bound, as kube-scheduler does. Each is one more API write per pod; false keeps the gang's one Scheduled event on its PodGroup (failed binds are recorded on their pods either way).")
 	fs.DurationVar(&o.MinCyclePeriod, "min-cycle-period", o.MinCyclePeriod, "Least time between the starts of two scheduling cycles; changes that arrive meanwhile are handled together.")
 	fs.DurationVar(&o.MaxIdlePeriod, "max-idle-period", o.MaxIdlePeriod, "Most time between two cycles when nothing changes (schedule timeouts still fall due).")
 }

@@ -31,7 +31,7 @@ func TestParseFlags(t *testing.T) {
 			name: "defaults",
 			args: func(*testing.T) []string { return nil },
 			check: func(t *testing.T, o *Options) {
-				if o.SchedulerName != "troupe-scheduler" || o.BindWorkers != 16 || o.MinCyclePeriod != 100*time.Millisecond ||
+				if o.SchedulerName != "troupe-scheduler" || o.BindWorkers != 16 || !o.PodScheduledEvents || o.MinCyclePeriod != 100*time.Millisecond ||
 					o.MaxIdlePeriod != time.Second || o.LeaderElect || o.QPS != 50 || o.Burst != 100 {
 					t.Errorf("unexpected defaults: %+v", o)
 				}
@@ -45,13 +45,13 @@ func TestParseFlags(t *testing.T) {
 			args: func(t *testing.T) []string {
 				return []string{"--scheduler-name=gang-b", "--leader-elect", "--leader-election-id=x", "--leader-election-namespace=troupe-system",
 					"--metrics-bind-address=0", "--health-probe-bind-address=:9000", "--pprof-bind-address=127.0.0.1:6060", "--kube-api-qps=1000", "--kube-api-burst=2000",
-					"--bind-workers=64", "--min-cycle-period=20ms", "--max-idle-period=5s",
+					"--bind-workers=64", "--pod-scheduled-events=false", "--min-cycle-period=20ms", "--max-idle-period=5s",
 					"--config=" + writeFile(t, "plugins:\n- name: gang\n- name: predicates\n")}
 			},
 			check: func(t *testing.T, o *Options) {
 				if o.SchedulerName != "gang-b" || !o.LeaderElect || o.LeaderElectionID != "x" || o.LeaderElectionNamespace != "troupe-system" ||
 					o.MetricsBindAddress != "0" || o.HealthProbeBindAddress != ":9000" || o.PprofBindAddress != "127.0.0.1:6060" || o.QPS != 1000 || o.Burst != 2000 ||
-					o.BindWorkers != 64 || o.MinCyclePeriod != 20*time.Millisecond || o.MaxIdlePeriod != 5*time.Second {
+					o.BindWorkers != 64 || o.PodScheduledEvents || o.MinCyclePeriod != 20*time.Millisecond || o.MaxIdlePeriod != 5*time.Second {
 					t.Errorf("flags not applied: %+v", o)
 				}
 				if len(o.Config.Plugins) != 2 || o.Config.Plugins[0].Name != "gang" {

@@ -225,6 +225,25 @@ var _ = Describe("troupe-scheduler", Serial, func() {
 		}).Should(Succeed())
 	})
 
+	It("with --pod-scheduled-events=false, reports a bound gang on its PodGroup alone", func() {
+		nodes(testutil.MakeNode(nodeName("a")).Capacity("4", "16Gi").Obj())
+		create(testutil.MakePodGroup("pg", ns).MinMember(2).Obj())
+		create(gangPods("pg", "Worker", 2, func(b *testutil.GangPodBuilder) { b.Request(corev1.ResourceCPU, "1") })...)
+		start([]string{"--pod-scheduled-events=false"})
+
+		Eventually(func(g Gomega) {
+			g.Expect(placement(g)).To(HaveEach(Equal(nodeName("a"))))
+			g.Expect(events(g, "PodGroup", "pg", "Scheduled")).To(HaveLen(1))
+		}).Should(Succeed())
+		// The PodGroup's event is recorded after the binds; a pod's would
+		// have come before it.
+		Consistently(func(g Gomega) {
+			for pod := range placement(g) {
+				g.Expect(events(g, "Pod", pod, "Scheduled")).To(BeEmpty(), pod)
+			}
+		}, "1s").Should(Succeed())
+	})
+
 	It("binds none of a gang that does not fit, says which role lacks what, and binds it once a node is added", func() {
 		nodes(
 			testutil.MakeNode(nodeName("cpu")).Capacity("16", "64Gi").Obj(),

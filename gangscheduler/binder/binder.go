@@ -31,12 +31,30 @@ type Binder struct {
 	client   client.Client
 	recorder events.EventRecorder
 	workers  int
+	// scheduledEvents records a Scheduled event on every pod bound.
+	scheduledEvents bool
+}
+
+// Option adjusts a Binder.
+type Option func(*Binder)
+
+// WithoutScheduledEvents leaves out the Scheduled event on each pod bound;
+// failed binds are still recorded on their pods. An event is an API write
+// as costly as the bind itself, and the gang's own Scheduled event on its
+// PodGroup, the pod's nodeName and its PodScheduled condition already say
+// where it went.
+func WithoutScheduledEvents() Option {
+	return func(b *Binder) { b.scheduledEvents = false }
 }
 
 // New returns a binder that writes through c, records an event on every
 // pod it binds or fails to bind, and runs at most workers binds at once.
-func New(c client.Client, recorder events.EventRecorder, workers int) *Binder {
-	return &Binder{client: c, recorder: recorder, workers: max(workers, 1)}
+func New(c client.Client, recorder events.EventRecorder, workers int, opts ...Option) *Binder {
+	b := &Binder{client: c, recorder: recorder, workers: max(workers, 1), scheduledEvents: true}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
 }
 
 // Bind binds every decision and returns one error (nil on success) per
@@ -75,7 +93,9 @@ func (b *Binder) bind(ctx context.Context, d framework.Decision) error {
 		return fmt.Errorf("bind %s/%s to %s: %w", pod.Namespace, pod.Name, d.Node, err)
 	}
 	metrics.Binds.WithLabelValues(metrics.BindSuccess).Inc()
-	b.recorder.Eventf(pod, nil, corev1.EventTypeNormal, ReasonScheduled, ActionBinding,
-		"Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, d.Node)
+	if b.scheduledEvents {
+		b.recorder.Eventf(pod, nil, corev1.EventTypeNormal, ReasonScheduled, ActionBinding,
+			"Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, d.Node)
+	}
 	return nil
 }

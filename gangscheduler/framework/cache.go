@@ -18,6 +18,9 @@ type Class struct {
 	Hash uint64
 
 	signature string
+	// candidates are the nodes its tasks may fit on (CandidateNodes); nil
+	// until asked.
+	candidates []*api.NodeInfo
 	// static holds, per node index, 0 (not evaluated yet), 1 (fits) or
 	// 2+i (fails with predicateCache.reasons[i]). One byte per (class, node)
 	// keeps the cache small: 4000 classes x 5000 nodes is 20 MB.

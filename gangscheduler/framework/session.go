@@ -28,6 +28,8 @@ type Session struct {
 	jobValid          []JobValidFn
 
 	cache predicateCache
+	// labels indexes the nodes by label, for CandidateNodes.
+	labels labelIndex
 
 	bindings      []Decision
 	evictions     []Eviction
@@ -72,6 +74,7 @@ func OpenSession(snap *api.Snapshot, plugins ...Plugin) *Session {
 		unschedulable: map[api.JobID]Unschedulable{},
 	}
 	ssn.cache.init(len(snap.NodeList))
+	ssn.labels = newLabelIndex(snap.NodeList)
 	for _, p := range plugins {
 		p.OnSessionOpen(ssn)
 	}

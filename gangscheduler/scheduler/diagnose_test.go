@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,5 +89,38 @@ func TestDecide(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A backlog of gangs of one shape is diagnosed once, and each gang gets
+// that diagnosis; a gang of another shape gets its own. (Their workers fit
+// no node, so allocate does not search for them again either.)
+func TestDecideDiagnosesEachShapeOnce(t *testing.T) {
+	backlog := func(gangs int) (decision, *api.Snapshot) {
+		var pods []*corev1.Pod
+		var jobs []*api.JobInfo
+		for i := range gangs {
+			name := fmt.Sprintf("g%02d", i)
+			jobs = append(jobs, st.MakeJob("ns", name).MinMember(4).Obj())
+			pods = append(pods, gangPods(name, 3, 5)...) // workers of 5 GPUs; nodes have 4
+		}
+		jobs = append(jobs, st.MakeJob("ns", "other").MinMember(2).Obj())
+		pods = append(pods, gangPods("other", 1, 6)...)
+		snap := st.MustSnapshot(mixedCluster(), pods, jobs)
+		return decide(snap, plugins.Default(), []framework.Action{actions.NewAllocate()}), snap
+	}
+	small, _ := backlog(2)
+	large, snap := backlog(20)
+	if small.stats.PredicateEvaluations != large.stats.PredicateEvaluations || small.stats.DynamicChecks != large.stats.DynamicChecks {
+		t.Errorf("work grew with the backlog: 2 gangs %+v, 20 gangs %+v", small.stats, large.stats)
+	}
+	want := "Worker: 0 of 3 pending pods fit; then 0/3 nodes are available: 3 Insufficient nvidia.com/gpu. Master: 1 of 1 pending pods fit."
+	for i := range 20 {
+		if got := large.diagnoses[api.JobID(fmt.Sprintf("ns/g%02d", i))]; got != want {
+			t.Errorf("g%02d: %q, want %q", i, got, want)
+		}
+	}
+	if got, own := large.diagnoses["ns/other"], Diagnose(framework.OpenSession(snap, plugins.Default()...), snap.Jobs["ns/other"]); got != own || got == want {
+		t.Errorf("other: %q, want its own %q", got, own)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -108,6 +110,7 @@ func (s *Scheduler) RunOnce(ctx context.Context) error {
 		return err
 	}
 	d := decide(state.Snapshot, s.opts.Plugins, s.opts.Actions)
+	metrics.DecisionDuration.Observe(time.Since(start).Seconds())
 	metrics.PredicateEvaluations.Add(float64(d.stats.PredicateEvaluations))
 
 	bindErr := s.bind(ctx, d.bindings)
@@ -141,16 +144,33 @@ func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Act
 		findings:  ssn.Unschedulable(),
 		diagnoses: map[api.JobID]string{},
 		admitted:  map[api.JobID]bool{},
-		stats:     ssn.Stats(),
 	}
-	for id, f := range d.findings {
-		if job := ssn.Jobs[id]; job != nil && f.Reason == actions.ReasonNotEnoughResources && job.HasPendingTasks() && !job.IsReady() {
-			d.diagnoses[id] = Diagnose(ssn, job)
+	// Diagnose answers alike for gangs of one shape (the session no longer
+	// changes), so a backlog of such gangs costs one diagnosis.
+	// Sorted, so that which gang of a shape is diagnosed, and so the
+	// session's counters, do not depend on map order.
+	byShape := map[string]string{}
+	for _, id := range slices.Sorted(maps.Keys(d.findings)) {
+		f := d.findings[id]
+		job := ssn.Jobs[id]
+		if job == nil || f.Reason != actions.ReasonNotEnoughResources || !job.HasPendingTasks() || job.IsReady() {
+			continue
 		}
+		shape, ok := pendingShape(ssn, job)
+		msg, known := byShape[shape]
+		if !ok || !known {
+			msg = Diagnose(ssn, job)
+		}
+		if ok {
+			byShape[shape] = msg
+		}
+		d.diagnoses[id] = msg
 	}
 	for _, id := range ssn.Admitted() {
 		d.admitted[id] = true
 	}
+	// Last: the diagnoses evaluate predicates too.
+	d.stats = ssn.Stats()
 	return d
 }
 

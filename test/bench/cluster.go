@@ -43,14 +43,16 @@ type cluster struct {
 	clientset kubernetes.Interface
 	// kubeconfig is a file with an admin user for the placer.
 	kubeconfig string
+	// up is when the control plane and its CRDs were ready.
+	up time.Time
 	// apiserver and etcd are the processes' pids, for their CPU time.
 	apiserver, etcd []int
 	logs            []io.Closer
 }
 
-// startCluster starts etcd and kube-apiserver from binDir with the CRDs of
-// crdDirs, their logs and the placer's kubeconfig in dir.
-func startCluster(binDir string, crdDirs []string, dir string) (*cluster, error) {
+// startCluster starts etcd and kube-apiserver from binDir with the CRDs
+// crds (files or folders), their logs and the placer's kubeconfig in dir.
+func startCluster(binDir string, crds []string, dir string) (*cluster, error) {
 	c := &cluster{}
 	open := func(name string) (*os.File, error) {
 		f, err := os.Create(filepath.Join(dir, name))
@@ -70,7 +72,7 @@ func startCluster(binDir string, crdDirs []string, dir string) (*cluster, error)
 	}
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory: binDir,
-		CRDDirectoryPaths:     crdDirs,
+		CRDDirectoryPaths:     crds,
 		ErrorIfCRDPathMissing: true,
 		UseExistingCluster:    ptr.To(false),
 		Scheme:                scheme,
@@ -87,6 +89,7 @@ func startCluster(binDir string, crdDirs []string, dir string) (*cluster, error)
 		c.closeLogs()
 		return nil, fmt.Errorf("start the control plane from %s: %w", binDir, err)
 	}
+	c.up = time.Now()
 	if err := c.connect(cfg, dir); err != nil {
 		_ = c.stop()
 		return nil, err

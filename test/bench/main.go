@@ -103,7 +103,7 @@ func verdict(opts *Options, results []report.Result, log io.Writer) error {
 	var errs []error
 	for _, r := range results {
 		name := r.Scenario.Name + "/" + r.Placer
-		peer := r.Placer != PlacerNull && r.Placer != PlacerTroupe
+		peer := r.Placer != PlacerNull && !strings.HasPrefix(r.Placer, PlacerTroupe)
 		unbound := r.Scenario.MustBindAll && len(r.NeverUp) > 0
 		switch {
 		case r.Err != nil:
@@ -133,6 +133,8 @@ func placersFor(opts *Options) ([]placer.Placer, error) {
 			out = append(out, placer.Null{Exe: exe, Subcommand: NullBinderCommand})
 		case PlacerTroupe:
 			out = append(out, placer.Troupe{Binary: opts.TroupeScheduler, Pprof: opts.Profile})
+		case PlacerTroupeGang:
+			out = append(out, placer.Troupe{Binary: opts.TroupeScheduler, Label: name, NoPodEvents: true})
 		case PlacerVolcano:
 			out = append(out, placer.Volcano{Binary: opts.VolcanoScheduler, Label: name})
 		case PlacerVolcanoFast:
@@ -158,5 +160,6 @@ func settings(o *Options) []string {
 		fmt.Sprintf("Every placer: client QPS %v, burst %d; %d binds in flight for the null binder and troupe-scheduler.", o.QPS, o.Burst, o.BindWorkers),
 		fmt.Sprintf("Scale %v of the reference point; S3's gangs run %v; a run ends when every gang was bound whole, after %v without a bind, or after %v.", o.Scale, o.Hold, o.Settle, o.RunTimeout),
 		"Each placer gets a fresh kube-apiserver and etcd per scenario; the clock starts when the placer's process starts, after every node, PodGroup and pod exists.",
+		fmt.Sprintf("CPU time and API writes are counted from the start to %v after the run's end.", o.Trailing),
 	}
 }

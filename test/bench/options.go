@@ -18,10 +18,11 @@ import (
 const (
 	PlacerNull          = "null"
 	PlacerTroupe        = "troupe"
+	PlacerTroupeGang    = "troupe-gang-events"
 	PlacerVolcano       = "volcano"
 	PlacerVolcanoFast   = "volcano-200ms"
 	PlacerCoscheduling  = "coscheduling"
-	defaultPlacerFilter = PlacerNull + "," + PlacerTroupe + "," + PlacerVolcano + "," + PlacerVolcanoFast + "," + PlacerCoscheduling
+	defaultPlacerFilter = PlacerNull + "," + PlacerTroupe + "," + PlacerTroupeGang + "," + PlacerVolcano + "," + PlacerVolcanoFast + "," + PlacerCoscheduling
 )
 
 // PlacerNames are every placer the harness knows.
@@ -30,7 +31,7 @@ var PlacerNames = strings.Split(defaultPlacerFilter, ",")
 // Options are the harness's flags.
 type Options struct {
 	ControlPlaneDir string
-	CRDDirs         string
+	CRDs            string
 	WorkDir         string
 
 	TroupeScheduler       string
@@ -47,6 +48,9 @@ type Options struct {
 
 	RunTimeout time.Duration
 	Settle     time.Duration
+	// Trailing is how long after a run its placer's CPU time and API
+	// writes are still counted.
+	Trailing time.Duration
 
 	Profile bool
 	Out     string
@@ -61,22 +65,25 @@ type Options struct {
 func NewOptions() *Options {
 	return &Options{
 		ControlPlaneDir: os.Getenv("KUBEBUILDER_ASSETS"),
-		CRDDirs:         "config/crd/bases,config/crd/peers",
-		WorkDir:         filepath.Join(os.TempDir(), "troupe-bench"),
-		Scenarios:       strings.Join(scenario.Names, ","),
-		Placers:         defaultPlacerFilter,
-		Scale:           1,
-		Hold:            5 * time.Second,
-		Client:          nullbinder.Client{QPS: 1000, Burst: 1000, BindWorkers: 16},
-		RunTimeout:      5 * time.Minute,
-		Settle:          15 * time.Second,
+		// The PodGroup and Queue CRDs of every placer, and no others: the
+		// kubeflow.org CRDs are most of config/crd/bases and would only
+		// slow every API server's start.
+		CRDs:       "config/crd/bases/scheduling.troupe.dev_podgroups.yaml,config/crd/bases/scheduling.troupe.dev_queues.yaml,config/crd/peers",
+		WorkDir:    filepath.Join(os.TempDir(), "troupe-bench"),
+		Scenarios:  strings.Join(scenario.Names, ","),
+		Placers:    defaultPlacerFilter,
+		Scale:      1,
+		Hold:       5 * time.Second,
+		Client:     nullbinder.Client{QPS: 1000, Burst: 1000, BindWorkers: 16},
+		RunTimeout: 5 * time.Minute,
+		Settle:     15 * time.Second,
 	}
 }
 
 // BindFlags registers the options on fs.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ControlPlaneDir, "control-plane-dir", o.ControlPlaneDir, "Folder with etcd and kube-apiserver (hack/controlplane.sh prints it; default $KUBEBUILDER_ASSETS).")
-	fs.StringVar(&o.CRDDirs, "crd-dirs", o.CRDDirs, "Comma-separated folders of CRDs to install in every API server.")
+	fs.StringVar(&o.CRDs, "crds", o.CRDs, "Comma-separated CRD files and folders to install in every API server.")
 	fs.StringVar(&o.WorkDir, "work-dir", o.WorkDir, "Folder for each run's logs, kubeconfig and profiles (emptied first).")
 	fs.StringVar(&o.TroupeScheduler, "troupe-scheduler", o.TroupeScheduler, "Path to troupe-scheduler (go build ./cmd/scheduler).")
 	fs.StringVar(&o.VolcanoScheduler, "volcano-scheduler", o.VolcanoScheduler, "Path to Volcano's vc-scheduler (hack/peer-schedulers.sh volcano).")
@@ -90,6 +97,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.Client.BindFlags(fs)
 	fs.DurationVar(&o.RunTimeout, "run-timeout", o.RunTimeout, "Longest a placer gets on one scenario.")
 	fs.DurationVar(&o.Settle, "settle", o.Settle, "A run ends when no pod was bound for this long (a placer that cannot place the rest).")
+	fs.DurationVar(&o.Trailing, "trailing", o.Trailing, "How long after a run its placer's CPU time and API writes are still counted (status writes and events just after the last bind are its work too).")
 	fs.BoolVar(&o.Profile, "profile", o.Profile, "Take a CPU profile of troupe-scheduler in every scenario and show its top functions.")
 	fs.StringVar(&o.Out, "out", o.Out, "Markdown file whose generated section receives the results (created if missing); empty prints only.")
 	fs.BoolVar(&o.Check, "check", o.Check, "Exit 1 unless every run bound every gang whole (the smoke test).")
@@ -103,8 +111,8 @@ func (o *Options) Validate() error {
 	if o.ControlPlaneDir == "" {
 		errs = append(errs, errors.New("--control-plane-dir: must name the folder of etcd and kube-apiserver (hack/controlplane.sh prints it), or set KUBEBUILDER_ASSETS"))
 	}
-	if o.CRDDirs == "" {
-		errs = append(errs, errors.New("--crd-dirs: must name at least one folder"))
+	if len(splitList(o.CRDs)) == 0 {
+		errs = append(errs, errors.New("--crds: must name at least one file or folder"))
 	}
 	if o.WorkDir == "" {
 		errs = append(errs, errors.New("--work-dir: must not be empty"))
@@ -117,6 +125,7 @@ func (o *Options) Validate() error {
 	}
 	binaries := map[string]struct{ flag, path string }{
 		PlacerTroupe:       {"--troupe-scheduler", o.TroupeScheduler},
+		PlacerTroupeGang:   {"--troupe-scheduler", o.TroupeScheduler},
 		PlacerVolcano:      {"--volcano-scheduler", o.VolcanoScheduler},
 		PlacerVolcanoFast:  {"--volcano-scheduler", o.VolcanoScheduler},
 		PlacerCoscheduling: {"--coscheduling-scheduler", o.CoschedulingScheduler},
@@ -142,6 +151,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Settle <= 0 || o.Settle > o.RunTimeout {
 		errs = append(errs, fmt.Errorf("--settle: must be greater than 0 and at most --run-timeout (%v), got %v", o.RunTimeout, o.Settle))
+	}
+	if o.Trailing < 0 {
+		errs = append(errs, fmt.Errorf("--trailing: must not be negative, got %v", o.Trailing))
 	}
 	return errors.Join(errs...)
 }
@@ -197,7 +209,3 @@ func (o *Options) PlacerList() []string {
 	}
 	return out
 }
-
-// KubeconfigPath satisfies cmdutil's option interfaces; the harness makes
-// its own clusters.
-func (o *Options) KubeconfigPath() string { return "" }

@@ -44,7 +44,7 @@ func TestOptionsValidate(t *testing.T) {
 		{
 			name:    "unknown names",
 			args:    append([]string{"--scenarios=S1,S9", "--placers=null,kube"}, binaries...),
-			wantErr: []string{`--scenarios: unknown "S9"; known: S1, S2, S3, S4, S4x4, Q`, `--placers: unknown "kube"; known: null, troupe, volcano, volcano-200ms, coscheduling`},
+			wantErr: []string{`--scenarios: unknown "S9"; known: S1, S2, S3, S4, S4x4, Q`, `--placers: unknown "kube"; known: null, troupe, troupe-gang-events, volcano, volcano-200ms, coscheduling`},
 		},
 		{
 			name:    "empty lists",
@@ -53,9 +53,10 @@ func TestOptionsValidate(t *testing.T) {
 		},
 		{
 			name: "numbers out of range, all reported",
-			args: append([]string{"--scale=0", "--hold=0s", "--kube-api-qps=0", "--kube-api-burst=0", "--bind-workers=0", "--run-timeout=0s", "--settle=0s"}, binaries...),
+			args: append([]string{"--scale=0", "--hold=0s", "--kube-api-qps=0", "--kube-api-burst=0", "--bind-workers=0", "--run-timeout=0s", "--settle=0s", "--trailing=-1s"}, binaries...),
 			wantErr: []string{"--scale: must be greater than 0 and at most 10, got 0", "--hold: must be greater than 0", "--kube-api-qps: must be greater than 0",
-				"--kube-api-burst: must be at least 1", "--bind-workers: must be at least 1", "--run-timeout: must be greater than 0", "--settle: must be greater than 0"},
+				"--kube-api-burst: must be at least 1", "--bind-workers: must be at least 1", "--run-timeout: must be greater than 0", "--settle: must be greater than 0",
+				"--trailing: must not be negative, got -1s"},
 		},
 		{
 			name:    "settle longer than the run",
@@ -64,8 +65,8 @@ func TestOptionsValidate(t *testing.T) {
 		},
 		{
 			name:    "no control plane",
-			args:    append([]string{"--control-plane-dir=", "--crd-dirs=", "--work-dir="}, binaries...),
-			wantErr: []string{"--control-plane-dir: must name the folder", "--crd-dirs: must name at least one folder", "--work-dir: must not be empty"},
+			args:    append([]string{"--control-plane-dir=", "--crds=,", "--work-dir="}, binaries...),
+			wantErr: []string{"--control-plane-dir: must name the folder", "--crds: must name at least one file or folder", "--work-dir: must not be empty"},
 		},
 	}
 	for _, tc := range tests {

@@ -15,6 +15,10 @@ import (
 // creates its default Queue itself.
 type Troupe struct {
 	Binary string
+	// Label names it in tables; empty is "troupe".
+	Label string
+	// NoPodEvents runs it with --pod-scheduled-events=false.
+	NoPodEvents bool
 	// MinCyclePeriod is --min-cycle-period; 0 keeps the scheduler's
 	// default.
 	MinCyclePeriod time.Duration
@@ -22,7 +26,12 @@ type Troupe struct {
 	Pprof bool
 }
 
-func (Troupe) Name() string { return "troupe" }
+func (t Troupe) Name() string {
+	if t.Label == "" {
+		return "troupe"
+	}
+	return t.Label
+}
 
 func (Troupe) Dialect() Dialect { return troupe.Backend{} }
 
@@ -40,6 +49,9 @@ func (t Troupe) Start(_ context.Context, env Env) (Process, error) {
 		fmt.Sprintf("--bind-workers=%d", env.BindWorkers),
 		"--metrics-bind-address=" + metrics,
 		"--health-probe-bind-address=0",
+	}
+	if t.NoPodEvents {
+		args = append(args, "--pod-scheduled-events=false")
 	}
 	if t.MinCyclePeriod > 0 {
 		args = append(args, "--min-cycle-period="+t.MinCyclePeriod.String())

@@ -50,9 +50,10 @@ type CycleSample struct {
 	// Backlog is the pods that existed unbound at the sample.
 	Backlog int
 	// Cycles ran in the second before the sample, taking CycleSeconds
-	// together.
-	Cycles       float64
-	CycleSeconds float64
+	// together, DecisionSeconds of which before their API calls (snapshot
+	// and session).
+	Cycles                        float64
+	CycleSeconds, DecisionSeconds float64
 }
 
 // CPUPerPod is the placer's CPU time per bound pod.
@@ -69,6 +70,25 @@ func (r Result) ActiveCPUPerPod() time.Duration {
 		return 0
 	}
 	return r.ActiveCPU / time.Duration(r.Throughput.Pods)
+}
+
+// DecisionPerPod is the time the placer's cycles spent deciding (its
+// troupe_scheduler_decision_duration_seconds), per bound pod; 0 for
+// placers without that metric.
+func (r Result) DecisionPerPod() time.Duration {
+	if r.Throughput.Pods == 0 {
+		return 0
+	}
+	return secs(r.Counters["decision_duration_seconds_sum"] / float64(r.Throughput.Pods))
+}
+
+// ServerCPUPerPod is the CPU time kube-apiserver and etcd spent per bound
+// pod.
+func (r Result) ServerCPUPerPod() time.Duration {
+	if r.Throughput.Pods == 0 {
+		return 0
+	}
+	return (r.APIServerCPU + r.EtcdCPU) / time.Duration(r.Throughput.Pods)
 }
 
 // WritesPerPod is the run's API writes per bound pod.

@@ -83,8 +83,9 @@ func s3(scale float64, hold time.Duration) Scenario {
 
 // s4, scarce fit: the workers select a GPU model that 2% of the reference
 // cluster's nodes have. With nodeFactor 4 the cluster has four times as
-// many nodes but the same scarce ones, so a scheduler whose per-pod cost
-// grows with the node count shows it.
+// many nodes, all of them more GPU nodes of the common model: the nodes
+// each pod may use are the same, so a scheduler whose per-pod cost grows
+// with the node count shows it.
 func s4(scale float64, nodeFactor int) Scenario {
 	total := scaled(1000, scale, 5)
 	scarce := scaled(20, scale, 1)
@@ -94,8 +95,8 @@ func s4(scale float64, nodeFactor int) Scenario {
 	s := Scenario{
 		Name: "S4", Title: "scarce fit (2% of the nodes have the GPU model)",
 		Pools: []NodePool{
-			cpuPool(cpu * nodeFactor),
-			gpuPool("gpu", "A100", total*nodeFactor-cpu*nodeFactor-scarce),
+			cpuPool(cpu),
+			gpuPool("gpu", "A100", total*nodeFactor-cpu-scarce),
 			gpuPool("h100", "H100", scarce),
 		},
 		// Nine tenths of what fits: the last gangs still have a choice.
@@ -105,7 +106,7 @@ func s4(scale float64, nodeFactor int) Scenario {
 	}
 	if nodeFactor > 1 {
 		s.Name = "S4x4"
-		s.Title = "scarce fit, 4× the nodes, the same scarce ones"
+		s.Title = "scarce fit on 4× the nodes, the same ones selected"
 	}
 	return s
 }

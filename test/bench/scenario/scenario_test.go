@@ -228,3 +228,20 @@ func TestDescribe(t *testing.T) {
 		t.Errorf("S3 does not say its gangs end: %q", got)
 	}
 }
+
+// S4x4 adds only nodes no pod of it may use: its CPU and H100 pools, and
+// its gangs, are S4's.
+func TestS4x4AddsOnlyUnselectedNodes(t *testing.T) {
+	for _, scale := range []float64{1, 0.02} {
+		all := byName(t, scale)
+		s4, x4 := all["S4"], all["S4x4"]
+		if x4.Nodes() != 4*s4.Nodes() || x4.Gangs != s4.Gangs || x4.Pods() != s4.Pods() {
+			t.Errorf("scale %v: S4 %s; S4x4 %s", scale, s4.Describe(), x4.Describe())
+		}
+		for i, p := range s4.Pools {
+			if p.Model != "A100" && x4.Pools[i] != p {
+				t.Errorf("scale %v: pool %s differs: %+v vs %+v", scale, p.Name, p, x4.Pools[i])
+			}
+		}
+	}
+}
