@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -20,27 +21,36 @@ type NodeInfo struct {
 	// Per-node caches are slices indexed by it rather than maps.
 	Index int
 
+	// Allocatable is read-only: snapshots built with a NodeMemo share it
+	// (its Scalars map) with the snapshots before and after them.
 	Allocatable Resource
 	Used        Resource
-	Idle        Resource
+	// Idle changes only through AddTask and RemoveTask: it starts out
+	// sharing Allocatable's Scalars, and they give it its own copy before
+	// the first change to a scalar. Copying a map per GPU node per cycle
+	// was most of what building a snapshot of an idle cluster cost.
+	Idle Resource
 
-	// Tasks are the tasks that occupy the node, by UID.
+	// Tasks are the tasks that occupy the node, by UID; nil while there
+	// are none (most nodes of a snapshot need no map).
 	Tasks map[TaskID]*TaskInfo
 
-	ports hostPortSet
+	ports     hostPortSet
+	idleOwned bool
 }
 
 // NewNodeInfo returns an empty node: all of status.allocatable is idle. As in
 // kube-scheduler, a node that reports no allocatable pods accepts none.
 func NewNodeInfo(node *corev1.Node) *NodeInfo {
-	alloc := NewResource(node.Status.Allocatable)
-	return &NodeInfo{
-		Name:        node.Name,
-		Node:        node,
-		Allocatable: alloc,
-		Idle:        alloc.Clone(),
-		Tasks:       map[TaskID]*TaskInfo{},
-	}
+	n := &NodeInfo{}
+	n.init(node, NewResource(node.Status.Allocatable))
+	return n
+}
+
+// init makes n the empty node of node, with allocatable alloc (shared,
+// read-only), in place: a snapshot makes all its nodes in one slice.
+func (n *NodeInfo) init(node *corev1.Node, alloc Resource) {
+	*n = NodeInfo{Name: node.Name, Node: node, Allocatable: alloc, Idle: alloc}
 }
 
 // AddTask accounts a task on the node: it takes the task's requests and host
@@ -50,8 +60,12 @@ func (n *NodeInfo) AddTask(t *TaskInfo) error {
 	if _, ok := n.Tasks[t.UID]; ok {
 		return fmt.Errorf("node %s: task %s (uid %s) added twice", n.Name, t.Key(), t.UID)
 	}
+	if n.Tasks == nil {
+		n.Tasks = map[TaskID]*TaskInfo{}
+	}
 	n.Tasks[t.UID] = t
 	n.Used.Add(&t.Resreq)
+	n.ownIdleScalars(&t.Resreq)
 	n.Idle.Sub(&t.Resreq)
 	for _, p := range t.HostPorts {
 		n.ports.add(p)
@@ -66,11 +80,24 @@ func (n *NodeInfo) RemoveTask(t *TaskInfo) error {
 	}
 	delete(n.Tasks, t.UID)
 	n.Used.Sub(&t.Resreq)
+	n.ownIdleScalars(&t.Resreq)
 	n.Idle.Add(&t.Resreq)
 	for _, p := range t.HostPorts {
 		n.ports.remove(p)
 	}
 	return nil
+}
+
+// ownIdleScalars gives Idle its own Scalars map before a change by r
+// would write to the one it shares with Allocatable. A request of no
+// scalar (a CPU pod, such as a DaemonSet's on every node) changes no
+// scalar and copies nothing.
+func (n *NodeInfo) ownIdleScalars(r *Resource) {
+	if n.idleOwned || len(r.Scalars) == 0 {
+		return
+	}
+	n.Idle.Scalars = maps.Clone(n.Idle.Scalars)
+	n.idleOwned = true
 }
 
 // PortsConflict reports whether any of the wanted host ports is already in

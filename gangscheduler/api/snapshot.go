@@ -2,8 +2,6 @@ package api
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -43,7 +41,20 @@ type Snapshot struct {
 	NodeList []*NodeInfo
 	Jobs     map[JobID]*JobInfo
 	Queues   map[QueueID]*QueueInfo
+
+	// total is the sum of the nodes' allocatable; read-only (it may be a
+	// NodeMemo's).
+	total Resource
+	// labels are the label indexes of NodeList (NodesByLabel), shared
+	// with the other snapshots of the same nodes.
+	labels *labelIndexes
 }
+
+// TotalAllocatable returns the sum of every node's allocatable: the
+// cluster the queues and jobs share. The queue-share plugins read it at
+// every session's start; the snapshot sums it once (or takes a NodeMemo's,
+// when no node changed).
+func (s *Snapshot) TotalAllocatable() Resource { return s.total.Clone() }
 
 // JobOfFunc tells which gang a pod belongs to, if any. The cache provides it
 // (it knows the PodGroup annotation or label); tests use their own.
@@ -60,6 +71,9 @@ type Cluster struct {
 	Queues []*QueueInfo
 	// JobOf may be nil: then no pod belongs to a gang.
 	JobOf JobOfFunc
+	// Memo, if not nil, carries what NewSnapshot derives from Nodes alone
+	// from one snapshot to the next (see NodeMemo).
+	Memo *NodeMemo
 }
 
 // NewSnapshot builds a snapshot from plain lists:
@@ -79,17 +93,18 @@ func NewSnapshot(c Cluster) (*Snapshot, error) {
 		Jobs:     make(map[JobID]*JobInfo, len(c.Jobs)),
 		Queues:   make(map[QueueID]*QueueInfo, len(c.Queues)),
 	}
-	for _, n := range c.Nodes {
-		if _, ok := s.Nodes[n.Name]; ok {
-			return nil, fmt.Errorf("node %s listed twice", n.Name)
-		}
-		ni := NewNodeInfo(n)
-		s.Nodes[n.Name] = ni
-		s.NodeList = append(s.NodeList, ni)
+	set, err := c.Memo.nodes(c.Nodes)
+	if err != nil {
+		return nil, err
 	}
-	slices.SortFunc(s.NodeList, func(a, b *NodeInfo) int { return strings.Compare(a.Name, b.Name) })
-	for i, n := range s.NodeList {
-		n.Index = i
+	s.total, s.labels = set.total, set.labels
+	infos := make([]NodeInfo, len(set.sorted)) // one allocation for all nodes
+	for i, e := range set.sorted {
+		ni := &infos[i]
+		ni.init(e.node, e.alloc)
+		ni.Index = i
+		s.NodeList = append(s.NodeList, ni)
+		s.Nodes[ni.Name] = ni
 	}
 	for _, q := range c.Queues {
 		if _, ok := s.Queues[q.Name]; ok {

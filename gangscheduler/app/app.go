@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -24,6 +26,7 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/binder"
 	"github.com/troupe-ml/troupe/gangscheduler/cache"
 	"github.com/troupe-ml/troupe/gangscheduler/config"
+	"github.com/troupe-ml/troupe/gangscheduler/eventsink"
 	"github.com/troupe-ml/troupe/gangscheduler/queues"
 	"github.com/troupe-ml/troupe/gangscheduler/scheduler"
 	"github.com/troupe-ml/troupe/gangscheduler/status"
@@ -137,7 +140,14 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 	if err != nil {
 		return err
 	}
-	recorder := mgr.GetEventRecorder(opts.SchedulerName)
+	// The scheduler's own recorder rather than the manager's: its events
+	// wait while a cycle commits (see eventsink).
+	gate := eventsink.NewGate()
+	recorder, stopEvents, err := startRecorder(ctx, cfg, scheme, opts.SchedulerName, gate)
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
 	var binderOpts []binder.Option
 	if !opts.PodScheduledEvents {
 		binderOpts = append(binderOpts, binder.WithoutScheduledEvents())
@@ -150,6 +160,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 			Plugins:        plugs,
 			MinCyclePeriod: opts.MinCyclePeriod,
 			MaxIdlePeriod:  opts.MaxIdlePeriod,
+			EventGate:      gate,
 			Log:            ctrl.Log.WithName("scheduler"),
 		})
 	if err := mgr.Add(sched); err != nil {
@@ -162,4 +173,19 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// startRecorder starts an events.k8s.io/v1 recorder whose writes wait for
+// gate. Its client has its own rate limiter, as kube-scheduler's events
+// client does, so events never take a bind's place in the client's queue.
+func startRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, name string, gate *eventsink.Gate) (events.EventRecorder, func(), error) {
+	cl, err := eventsv1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("events client: %w", err)
+	}
+	broadcaster := events.NewBroadcaster(eventsink.New(&events.EventSinkImpl{Interface: cl}, gate, eventsink.Options{}))
+	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		return nil, nil, fmt.Errorf("start recording events: %w", err)
+	}
+	return broadcaster.NewRecorder(scheme, name), broadcaster.Shutdown, nil
 }

@@ -9,6 +9,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,11 +24,21 @@ import (
 
 // Cache is the informer-fed cluster state of one scheduler.
 type Cache struct {
-	informers     ctrlcache.Cache
-	schedulerName string
-	assumed       *assumedPods
-	now           func() time.Time
-	changed       chan struct{}
+	informers ctrlcache.Cache
+	// nodes and pods are the stores of their informers, when the informers
+	// expose them (client-go's shared informers do): the snapshot then
+	// takes their objects without the shallow copy a List makes of each.
+	// An unchanged node also stays the same pointer from cycle to cycle,
+	// which is how the builder's node memo knows it unchanged (through a
+	// List every node would look changed, and be parsed every cycle).
+	nodes, pods toolscache.Store
+	assumed     *assumedPods
+	now         func() time.Time
+	changed     chan struct{}
+
+	// mu serialises snapshots: the builder carries state between them.
+	mu      sync.Mutex
+	builder Builder
 }
 
 // Options configure a Cache.
@@ -58,11 +69,11 @@ func New(ctx context.Context, informers ctrlcache.Cache, opts Options) (*Cache, 
 		ttl = assumedTTL
 	}
 	c := &Cache{
-		informers:     informers,
-		schedulerName: opts.SchedulerName,
-		assumed:       newAssumedPods(ttl),
-		now:           time.Now,
-		changed:       make(chan struct{}, 1),
+		informers: informers,
+		assumed:   newAssumedPods(ttl),
+		now:       time.Now,
+		changed:   make(chan struct{}, 1),
+		builder:   Builder{SchedulerName: opts.SchedulerName},
 	}
 	handler := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.notify() },
@@ -76,6 +87,14 @@ func New(ctx context.Context, informers ctrlcache.Cache, opts Options) (*Cache, 
 		}
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return nil, fmt.Errorf("event handler for %T: %w", obj, err)
+		}
+		if s, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
+			switch obj.(type) {
+			case *corev1.Node:
+				c.nodes = s.GetStore()
+			case *corev1.Pod:
+				c.pods = s.GetStore()
+			}
 		}
 	}
 	return c, nil
@@ -112,19 +131,44 @@ func (c *Cache) Snapshot(ctx context.Context) (*State, error) {
 		pgs   schedulingv1alpha1.PodGroupList
 		qs    schedulingv1alpha1.QueueList
 	)
-	for _, list := range []client.ObjectList{&nodes, &pods, &pcs, &pgs, &qs} {
+	lists := []client.ObjectList{&pcs, &pgs, &qs}
+	if c.nodes == nil {
+		lists = append(lists, &nodes)
+	}
+	if c.pods == nil {
+		lists = append(lists, &pods)
+	}
+	for _, list := range lists {
 		if err := c.informers.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("list %T: %w", list, err)
 		}
 	}
 	objs := Objects{
-		Nodes:           ptrs(nodes.Items),
-		Pods:            c.assumed.apply(ptrs(pods.Items), c.now()),
+		Nodes:           fromStore(c.nodes, nodes.Items),
+		Pods:            c.assumed.apply(fromStore(c.pods, pods.Items), c.now()),
 		PriorityClasses: ptrs(pcs.Items),
 		PodGroups:       ptrs(pgs.Items),
 		Queues:          ptrs(qs.Items),
 	}
-	return Build(objs, c.schedulerName)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.builder.Build(objs)
+}
+
+// fromStore returns the objects of store, the informer's own, or pointers
+// to listed when there is no store.
+func fromStore[T any](store toolscache.Store, listed []T) []*T {
+	if store == nil {
+		return ptrs(listed)
+	}
+	items := store.List()
+	out := make([]*T, 0, len(items))
+	for _, it := range items {
+		if o, ok := it.(*T); ok {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // Assume records that pod is being bound to node: until the informer

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -106,6 +107,29 @@ var _ = Describe("Cache", func() {
 			g.Expect(ni.Tasks).To(HaveLen(2))
 			g.Expect(st.Queues).To(HaveKey(api.QueueID(ns)))
 			g.Expect(st.Snapshot.Queues[api.QueueID(ns)].Weight).To(Equal(int32(3)))
+		}).Should(Succeed())
+	})
+
+	// The snapshot takes the informer's own node objects, so an unchanged
+	// node is the same object from one cycle to the next: that is how the
+	// builder's node memo knows it need not parse it again.
+	It("takes an unchanged node as the same object, and a changed one anew", func() {
+		n := node("a")
+		var first *corev1.Node
+		Eventually(func(g Gomega) {
+			ni := snapshot(g).Snapshot.Nodes[n]
+			g.Expect(ni).NotTo(BeNil())
+			g.Expect(ni.Allocatable.MilliCPU).To(Equal(int64(8000)))
+			first = ni.Node
+		}).Should(Succeed())
+		Expect(snapshot(Default).Snapshot.Nodes[n].Node).To(BeIdenticalTo(first))
+
+		obj := &corev1.Node{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: n}, obj)).To(Succeed())
+		obj.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("16")
+		Expect(suite.Client.Status().Update(ctx, obj)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(snapshot(g).Snapshot.Nodes[n].Allocatable.MilliCPU).To(Equal(int64(16000)))
 		}).Should(Succeed())
 	})
 

@@ -269,3 +269,33 @@ func sameSet(a, b []string) bool {
 	}
 	return len(a) == len(b)
 }
+
+// A Builder's states are Build's, cycle after cycle, as nodes change: its
+// node memo only saves work.
+func TestBuilderFollowsNodes(t *testing.T) {
+	a, b := st.MakeNode("a").Capacity("8", "32Gi", 0).Obj(), st.MakeNode("b").Capacity("8", "32Gi", 4).Obj()
+	bigger := st.MakeNode("b").Capacity("16", "32Gi", 8).Obj()
+	c := st.MakeNode("c").Capacity("4", "8Gi", 0).Obj()
+	pod := gangPod("bound", "troupe-scheduler", "pg").Node("b").Obj()
+	builder := Builder{SchedulerName: "troupe-scheduler"}
+	for i, nodes := range [][]*corev1.Node{{a, b}, {b, a}, {a, bigger}, {bigger, c}} {
+		objs := Objects{Nodes: nodes, Pods: []*corev1.Pod{pod}, PodGroups: []*schedulingv1alpha1.PodGroup{podGroup(nil)}}
+		got, err := builder.Build(objs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Build(objs, "troupe-scheduler")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Snapshot.NodeList) != len(want.Snapshot.NodeList) {
+			t.Fatalf("cycle %d: %d nodes, want %d", i, len(got.Snapshot.NodeList), len(want.Snapshot.NodeList))
+		}
+		for j, n := range got.Snapshot.NodeList {
+			w := want.Snapshot.NodeList[j]
+			if n.Node != w.Node || !n.Idle.Equal(&w.Idle) || len(n.Tasks) != len(w.Tasks) {
+				t.Errorf("cycle %d, node %s: idle %v with %d tasks, want %s: idle %v with %d", i, n.Name, n.Idle, len(n.Tasks), w.Name, w.Idle, len(w.Tasks))
+			}
+		}
+	}
+}

@@ -18,13 +18,22 @@ type Class struct {
 	Hash uint64
 
 	signature string
-	// candidates are the nodes its tasks may fit on (CandidateNodes); nil
-	// until asked.
+	// candidates are the nodes its tasks may fit on (CandidateNodes).
 	candidates []*api.NodeInfo
-	// static holds, per node index, 0 (not evaluated yet), 1 (fits) or
-	// 2+i (fails with predicateCache.reasons[i]). One byte per (class, node)
-	// keeps the cache small: 4000 classes x 5000 nodes is 20 MB.
+	// at maps a node's Index to its position among the nodes with its
+	// value of the label that chose the candidates (api.LabelIndex.Pos):
+	// for a candidate, its position in candidates. It is nil when the
+	// candidates are all nodes, where the position is the Index itself.
+	at []int32
+	// static holds, per candidate, 0 (not evaluated yet), 1 (fits) or 2+i
+	// (fails with predicateCache.reasons[i]). One byte per candidate keeps
+	// the cache small and its cost independent of the nodes a class can
+	// never use: 94 classes that select 20 nodes of 4000 take 1880 bytes.
 	static []uint8
+	// others holds the same for the nodes outside candidates, per node
+	// Index. They fail the nodeSelector, and only a diagnosis of the whole
+	// cluster asks about them, so it is allocated on the first such ask.
+	others []uint8
 }
 
 type classKey struct {
@@ -46,7 +55,6 @@ var overflowStatus = Unfit("predicate failed")
 
 // predicateCache maps tasks to classes and holds the static answers.
 type predicateCache struct {
-	nodes   int
 	byKey   map[classKey][]*Class
 	classes int
 	// reasons interns static failure statuses so a cache entry is a byte.
@@ -56,12 +64,12 @@ type predicateCache struct {
 	stats   Stats
 }
 
-func (c *predicateCache) init(nodes int) {
-	c.nodes = nodes
+func (c *predicateCache) init() {
 	c.byKey = map[classKey][]*Class{}
 }
 
-// ClassOf returns task's equivalence class, making it on first sight. It
+// ClassOf returns task's equivalence class, making it on first sight
+// (with its candidate nodes: the signature fixes the nodeSelector). It
 // returns nil for a task without a class signature (a pod of no gang that
 // was already placed); its static predicates are then evaluated every time.
 //
@@ -81,8 +89,9 @@ func (ssn *Session) ClassOf(task *api.TaskInfo) *Class {
 	cls := &Class{
 		Job: task.Job, Role: task.Role, Hash: task.ClassHash,
 		signature: task.ClassSignature,
-		static:    make([]uint8, c.nodes),
 	}
+	cls.candidates, cls.at = ssn.candidates(task)
+	cls.static = make([]uint8, len(cls.candidates))
 	c.byKey[key] = append(c.byKey[key], cls)
 	c.classes++
 	return cls
@@ -94,19 +103,49 @@ func (ssn *Session) staticStatus(cls *Class, task *api.TaskInfo, node *api.NodeI
 	if cls == nil {
 		return ssn.evalStatic(task, node)
 	}
+	codes, i := cls.static, 0
+	if j, ok := cls.candidateSlot(node); ok { // the hot path: a search visits candidates
+		i = j
+	} else if codes, i = ssn.otherSlot(cls, node); codes == nil {
+		return ssn.evalStatic(task, node) // a node of another snapshot: nothing to cache it by
+	}
 	c := &ssn.cache
-	code := cls.static[node.Index]
+	code := codes[i]
 	if code == codeFit { // the common case, first
 		c.stats.CacheHits++
 		return Fit
 	}
 	if code == codeUnknown {
 		code = c.encode(ssn.evalStatic(task, node))
-		cls.static[node.Index] = code
+		codes[i] = code
 	} else {
 		c.stats.CacheHits++
 	}
 	return c.decode(code)
+}
+
+// candidateSlot returns node's position in cls.candidates, if it is one.
+func (cls *Class) candidateSlot(node *api.NodeInfo) (int, bool) {
+	i := node.Index
+	if cls.at != nil {
+		if uint(i) >= uint(len(cls.at)) {
+			return 0, false
+		}
+		i = int(cls.at[i]) // its position among the nodes with its value of the label
+	}
+	return i, uint(i) < uint(len(cls.candidates)) && cls.candidates[i] == node
+}
+
+// otherSlot returns where the answer for a node outside cls's candidates
+// is cached, or nil for a node that is not in the session's snapshot.
+func (ssn *Session) otherSlot(cls *Class, node *api.NodeInfo) ([]uint8, int) {
+	if uint(node.Index) >= uint(len(ssn.NodeList)) || ssn.NodeList[node.Index] != node {
+		return nil, 0
+	}
+	if cls.others == nil {
+		cls.others = make([]uint8, len(ssn.NodeList))
+	}
+	return cls.others, node.Index
 }
 
 func (c *predicateCache) encode(s Status) uint8 {

@@ -2,24 +2,27 @@ package framework
 
 import "github.com/troupe-ml/troupe/gangscheduler/api"
 
-// labelIndex maps a node label's key and value to the nodes that carry it,
-// in NodeList order.
-type labelIndex map[string]map[string][]*api.NodeInfo
+// labelNodes holds, per label key and value, the session's nodes with it:
+// the candidates of every class that selects on that label.
+type labelNodes map[labelKV][]*api.NodeInfo
 
-func newLabelIndex(nodes []*api.NodeInfo) labelIndex {
-	ix := labelIndex{}
-	for _, n := range nodes {
-		if n.Node == nil {
-			continue
+type labelKV struct{ key, value string }
+
+// nodesWith returns the nodes labelled key=value, in NodeList order, and
+// the position map of key (api.LabelIndex.Pos).
+func (ssn *Session) nodesWith(key, value string) ([]*api.NodeInfo, []int32) {
+	ix := ssn.NodesByLabel(key)
+	kv := labelKV{key, value}
+	nodes, ok := ssn.labels[kv]
+	if !ok {
+		idx := ix.ByValue[value]
+		nodes = make([]*api.NodeInfo, len(idx))
+		for i, j := range idx {
+			nodes[i] = ssn.NodeList[j]
 		}
-		for k, v := range n.Node.Labels {
-			if ix[k] == nil {
-				ix[k] = map[string][]*api.NodeInfo{}
-			}
-			ix[k][v] = append(ix[k][v], n)
-		}
+		ssn.labels[kv] = nodes
 	}
-	return ix
+	return nodes, ix.Pos
 }
 
 // CandidateNodes returns the nodes task may fit on, in NodeList order: the
@@ -33,22 +36,26 @@ func newLabelIndex(nodes []*api.NodeInfo) labelIndex {
 // predicates; so is everything else. Failure summaries (Diagnose) still
 // count every node.
 func (ssn *Session) CandidateNodes(cls *Class, task *api.TaskInfo) []*api.NodeInfo {
-	if cls != nil && cls.candidates != nil {
+	if cls != nil {
 		return cls.candidates
 	}
-	out := ssn.NodeList
+	nodes, _ := ssn.candidates(task)
+	return nodes
+}
+
+// candidates computes CandidateNodes and the position map of the list: nil
+// when the list is NodeList, where a node's position is its Index.
+func (ssn *Session) candidates(task *api.TaskInfo) ([]*api.NodeInfo, []int32) {
+	out, pos := ssn.NodeList, []int32(nil)
 	if task.Pod != nil {
 		for k, v := range task.Pod.Spec.NodeSelector {
-			if nodes := ssn.labels[k][v]; len(nodes) < len(out) {
-				out = nodes
+			if nodes, p := ssn.nodesWith(k, v); len(nodes) < len(out) {
+				out, pos = nodes, p
 			}
 		}
 	}
 	if out == nil {
-		out = []*api.NodeInfo{} // none carries the label: cached as such
+		out = []*api.NodeInfo{} // none carries the label
 	}
-	if cls != nil {
-		cls.candidates = out
-	}
-	return out
+	return out, pos
 }

@@ -28,8 +28,8 @@ type Session struct {
 	jobValid          []JobValidFn
 
 	cache predicateCache
-	// labels indexes the nodes by label, for CandidateNodes.
-	labels labelIndex
+	// labels are the nodes with a label, for CandidateNodes.
+	labels labelNodes
 
 	bindings      []Decision
 	evictions     []Eviction
@@ -73,8 +73,8 @@ func OpenSession(snap *api.Snapshot, plugins ...Plugin) *Session {
 		plugins:       plugins,
 		unschedulable: map[api.JobID]Unschedulable{},
 	}
-	ssn.cache.init(len(snap.NodeList))
-	ssn.labels = newLabelIndex(snap.NodeList)
+	ssn.cache.init()
+	ssn.labels = labelNodes{}
 	for _, p := range plugins {
 		p.OnSessionOpen(ssn)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 	"github.com/troupe-ml/troupe/gangscheduler/binder"
 	"github.com/troupe-ml/troupe/gangscheduler/cache"
+	"github.com/troupe-ml/troupe/gangscheduler/eventsink"
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
 	"github.com/troupe-ml/troupe/gangscheduler/metrics"
 	"github.com/troupe-ml/troupe/gangscheduler/status"
@@ -44,7 +45,11 @@ type Options struct {
 	// changes: time alone can change a gang's status (its schedule
 	// timeout falls due).
 	MaxIdlePeriod time.Duration
-	Log           logr.Logger
+	// EventGate, if set, is held while a cycle commits: the events the
+	// scheduler records wait for it (eventsink.Sink), so that a burst of
+	// binds does not share the API server with its own events.
+	EventGate *eventsink.Gate
+	Log       logr.Logger
 }
 
 // Scheduler runs cycles, triggered by the cache's changes.
@@ -113,13 +118,24 @@ func (s *Scheduler) RunOnce(ctx context.Context) error {
 	metrics.DecisionDuration.Observe(time.Since(start).Seconds())
 	metrics.PredicateEvaluations.Add(float64(d.stats.PredicateEvaluations))
 
+	release := s.holdEvents()
 	bindErr := s.bind(ctx, d.bindings)
 	evictErr := s.evict(ctx, state, d.evictions)
 	writeErr := s.writeStatus(ctx, state, d, time.Now())
+	release()
 	if len(d.bindings)+len(d.evictions) > 0 {
 		s.opts.Log.V(1).Info("Cycle committed", "binds", len(d.bindings), "evictions", len(d.evictions), "duration", time.Since(start))
 	}
 	return errors.Join(bindErr, evictErr, writeErr)
+}
+
+// holdEvents holds the event gate, if there is one, until the returned
+// release is called.
+func (s *Scheduler) holdEvents() (release func()) {
+	if s.opts.EventGate == nil {
+		return func() {}
+	}
+	return s.opts.EventGate.Hold()
 }
 
 // decision is what a session decided, taken out of it before the commit.

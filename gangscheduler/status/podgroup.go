@@ -183,8 +183,11 @@ func unschedulable(g Gang, st *schedulingv1alpha1.PodGroupStatus, now time.Time)
 }
 
 // transitions returns the events for condition changes: Scheduled turning
-// True, Unschedulable turning True or changing its reason or message (and
-// then also the event for the gang's pending pods).
+// True, Unschedulable turning True or changing its reason or message. The
+// gang's pending pods get an event too when Unschedulable turns True or
+// changes its reason, not on every new message: a backlog's fit summaries
+// change with every bind and release, and an event on each pod each time
+// would write more to the API server than the binds themselves.
 func transitions(before, after []metav1.Condition, c taskCounts, minMember int32) ([]Event, *Event) {
 	var events []Event
 	var podEvent *Event
@@ -204,7 +207,9 @@ func transitions(before, after []metav1.Condition, c taskCounts, minMember int32
 		}
 		msg := now.Reason + ": " + now.Message
 		events = append(events, Event{corev1.EventTypeWarning, reason, msg})
-		podEvent = &Event{corev1.EventTypeWarning, "FailedScheduling", msg}
+		if was == nil || was.Status != metav1.ConditionTrue || was.Reason != now.Reason {
+			podEvent = &Event{corev1.EventTypeWarning, "FailedScheduling", msg}
+		}
 	}
 	return events, podEvent
 }

@@ -133,6 +133,22 @@ func TestCompute(t *testing.T) {
 			wantPodEvt: true,
 		},
 		{
+			name: "still does not fit, for the same reason with a new message: the PodGroup's event, none on its pods",
+			g: Gang{PodGroup: pgWith(nil), Job: gang(3, pending, pending, pending), Unschedulable: notEnough, Diagnosis: diagnosis,
+				Old: schedulingv1alpha1.PodGroupStatus{Phase: "Pending", ScheduleStartTime: ago(time.Minute), Conditions: []metav1.Condition{
+					condition("Scheduled", "False", "Waiting", "0 of minMember 3 pods bound"),
+					condition("Unschedulable", "True", "NotEnoughResources", "Worker (3 pending): 0/2 nodes are available: 2 Insufficient nvidia.com/gpu."),
+				}}},
+			want: schedulingv1alpha1.PodGroupStatus{
+				Phase: "Pending", ScheduleStartTime: ago(time.Minute),
+				Conditions: []metav1.Condition{
+					{Type: "Scheduled", Status: "False", Reason: "Waiting", Message: "0 of minMember 3 pods bound"},
+					{Type: "Unschedulable", Status: "True", Reason: "NotEnoughResources", Message: diagnosis},
+				},
+			},
+			wantEvents: []string{"Warning/Unschedulable"},
+		},
+		{
 			name: "without a diagnosis the session's message is kept",
 			g: Gang{PodGroup: pgWith(nil), Job: gang(3, pending, pending),
 				Unschedulable: &framework.Unschedulable{Reason: "NotEnoughPods", Message: "2 pods can run, minMember is 3"}},

@@ -138,6 +138,37 @@ func (c *cluster) metrics(ctx context.Context) ([]measure.Sample, error) {
 	return measure.ParseText(bytes.NewReader(raw))
 }
 
+// writesQuiet reads the API server's metrics until its count of writes has
+// not moved for quiet, or at most max after the first read, and returns
+// the last read. What a placer writes just after its last bind (status,
+// events) is its work too; a placer that keeps writing while idle is cut
+// off at max.
+func (c *cluster) writesQuiet(ctx context.Context, quiet, max time.Duration) ([]measure.Sample, error) {
+	const poll = 250 * time.Millisecond
+	deadline := time.Now().Add(max)
+	last, err := c.metrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	since := time.Now()
+	for time.Now().Before(deadline) && time.Since(since) < quiet {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(poll):
+		}
+		cur, err := c.metrics(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if measure.WritesFrom(cur).Total() != measure.WritesFrom(last).Total() {
+			since = time.Now()
+		}
+		last = cur
+	}
+	return last, nil
+}
+
 func (c *cluster) stop() error {
 	err := c.env.Stop()
 	c.closeLogs()

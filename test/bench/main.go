@@ -160,6 +160,6 @@ func settings(o *Options) []string {
 		fmt.Sprintf("Every placer: client QPS %v, burst %d; %d binds in flight for the null binder and troupe-scheduler.", o.QPS, o.Burst, o.BindWorkers),
 		fmt.Sprintf("Scale %v of the reference point; S3's gangs run %v; a run ends when every gang was bound whole, after %v without a bind, or after %v.", o.Scale, o.Hold, o.Settle, o.RunTimeout),
 		"Each placer gets a fresh kube-apiserver and etcd per scenario; the clock starts when the placer's process starts, after every node, PodGroup and pod exists.",
-		fmt.Sprintf("CPU time and API writes are counted from the start to %v after the run's end.", o.Trailing),
+		fmt.Sprintf("CPU time and API writes are counted from the start until the API server has had no write for %v after the run, at most %v after it.", quietWrites, o.Trailing),
 	}
 }

@@ -48,8 +48,8 @@ type Options struct {
 
 	RunTimeout time.Duration
 	Settle     time.Duration
-	// Trailing is how long after a run its placer's CPU time and API
-	// writes are still counted.
+	// Trailing is the longest its placer's CPU time and API writes are
+	// still counted after a run, waiting for the writes to stop.
 	Trailing time.Duration
 
 	Profile bool
@@ -77,6 +77,7 @@ func NewOptions() *Options {
 		Client:     nullbinder.Client{QPS: 1000, Burst: 1000, BindWorkers: 16},
 		RunTimeout: 5 * time.Minute,
 		Settle:     15 * time.Second,
+		Trailing:   10 * time.Second,
 	}
 }
 
@@ -97,7 +98,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.Client.BindFlags(fs)
 	fs.DurationVar(&o.RunTimeout, "run-timeout", o.RunTimeout, "Longest a placer gets on one scenario.")
 	fs.DurationVar(&o.Settle, "settle", o.Settle, "A run ends when no pod was bound for this long (a placer that cannot place the rest).")
-	fs.DurationVar(&o.Trailing, "trailing", o.Trailing, "How long after a run its placer's CPU time and API writes are still counted (status writes and events just after the last bind are its work too).")
+	fs.DurationVar(&o.Trailing, "trailing", o.Trailing, "After a run, its placer's CPU time and API writes are counted until the API server has had no write for 1s, at most this long (status writes and events just after the last bind are the placer's work too).")
 	fs.BoolVar(&o.Profile, "profile", o.Profile, "Take a CPU profile of troupe-scheduler in every scenario and show its top functions.")
 	fs.StringVar(&o.Out, "out", o.Out, "Markdown file whose generated section receives the results (created if missing); empty prints only.")
 	fs.BoolVar(&o.Check, "check", o.Check, "Exit 1 unless every run bound every gang whole (the smoke test).")

@@ -162,3 +162,17 @@ func TestVerdict(t *testing.T) {
 		})
 	}
 }
+
+func TestDefaults(t *testing.T) {
+	o, err := parse(t, binaries...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Scale != 1 || o.Hold != 5*time.Second || o.QPS != 1000 || o.Burst != 1000 || o.BindWorkers != 16 ||
+		o.Settle != 15*time.Second || o.Trailing != 10*time.Second || o.RunTimeout != 5*time.Minute || o.Check || o.Profile {
+		t.Errorf("defaults: %+v", o)
+	}
+	if len(o.ScenarioList()) != 6 || len(o.PlacerList()) != 6 {
+		t.Errorf("default scenarios %v, placers %v", o.Scenarios, o.Placers)
+	}
+}

@@ -148,9 +148,12 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 	}
 	samples, endErr := r.wait(ctx, tracker, proc, len(sizes))
 	del.close()
-	// What a placer writes just after its last bind (status, events) is
-	// part of its work; every placer gets the same time for it.
-	time.Sleep(r.opts.Trailing)
+	waitCycles(ctx, proc, r.opts.Trailing)
+	after, err := c.writesQuiet(ctx, quietWrites, r.opts.Trailing)
+	if err != nil {
+		res.Err = err
+		return
+	}
 	res.PlacerCPU = measure.CPUOf(proc.Pid())
 	samples.final(ctx, proc)
 	res.Throughput = tracker.Throughput()
@@ -158,12 +161,6 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 	res.ActiveCPU = samples.cpu.Between(res.Throughput.FirstBind, res.Throughput.LastBind)
 	if prof != nil {
 		res.Profile = prof.stop(ctx)
-	}
-
-	after, err := c.metrics(ctx)
-	if err != nil {
-		res.Err = err
-		return
 	}
 	res.APIServerCPU = measure.CPUOf(c.apiserver...) - apiCPU0
 	res.EtcdCPU = measure.CPUOf(c.etcd...) - etcdCPU0
@@ -207,6 +204,35 @@ func (s *sampled) scrape(ctx context.Context, proc placer.Process, at time.Durat
 	s.counters = troupeCounters(cur)
 	s.last = cur
 }
+
+// waitCycles waits, for a placer that counts its cycles (Troupe), until
+// two more have ended, at most max: the cycle under way, whose status
+// writes follow its binds, and one after it.
+func waitCycles(ctx context.Context, proc placer.Process, max time.Duration) {
+	metered, ok := proc.(placer.Metered)
+	if !ok {
+		return
+	}
+	cycles := func() float64 {
+		cur, err := scrape(ctx, metered.MetricsURL())
+		if err != nil {
+			return -1
+		}
+		return measure.Sum(cur, troupeCycles, nil)
+	}
+	from := cycles()
+	deadline := time.Now().Add(max)
+	for from >= 0 && cycles() < from+2 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(counterPoll)
+	}
+}
+
+// counterPoll is how often waitCycles reads the placer's counters.
+const counterPoll = 200 * time.Millisecond
+
+// quietWrites is how long the API server must take no write for a run's
+// count of writes to be closed (at most --trailing after the run).
+const quietWrites = time.Second
 
 // cpuTick is how often the placer's CPU time is read; every tenth tick is
 // a one-second sample.

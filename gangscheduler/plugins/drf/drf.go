@@ -53,10 +53,7 @@ type state struct {
 }
 
 func (plugin) OnSessionOpen(ssn *framework.Session) {
-	s := &state{ssn: ssn, jobs: make(map[api.JobID]*jobAttr, len(ssn.Jobs))}
-	for _, n := range ssn.NodeList {
-		s.total.Add(&n.Allocatable)
-	}
+	s := &state{ssn: ssn, total: ssn.TotalAllocatable(), jobs: make(map[api.JobID]*jobAttr, len(ssn.Jobs))}
 	for id, job := range ssn.Jobs {
 		a := &jobAttr{}
 		for _, t := range job.Tasks {
@@ -74,10 +71,8 @@ func (plugin) OnSessionOpen(ssn *framework.Session) {
 // Share returns job's dominant resource share of the cluster in ssn's
 // snapshot as it stands now.
 func Share(ssn *framework.Session, job *api.JobInfo) float64 {
-	var total, held api.Resource
-	for _, n := range ssn.NodeList {
-		total.Add(&n.Allocatable)
-	}
+	total := ssn.TotalAllocatable()
+	var held api.Resource
 	for _, t := range job.Tasks {
 		if t.Status.OccupiesNode() {
 			held.Add(&t.Resreq)

@@ -51,10 +51,20 @@ type plugin struct {
 // serve sessions one after another (or at once).
 type scorer struct {
 	gpus []corev1.ResourceName
-	// gpuNode[i] says whether NodeList[i] has allocatable GPUs; fixed for
-	// the session, so computed once.
-	gpuNode []bool
+	// gpuNode[i] says whether NodeList[i] has allocatable GPUs: gpuUnknown
+	// until a CPU task is first scored on it. It is fixed for the session,
+	// so computed once, and only for the nodes scored: a session's start
+	// costs nothing per node.
+	gpuNode []gpuState
 }
+
+type gpuState uint8
+
+const (
+	gpuUnknown gpuState = iota
+	gpuNone
+	gpuSome
+)
 
 // New returns the nodeorder plugin.
 func New(cfg Config) framework.Plugin {
@@ -68,14 +78,7 @@ func New(cfg Config) framework.Plugin {
 func (p *plugin) Name() string { return Name }
 
 func (p *plugin) OnSessionOpen(ssn *framework.Session) {
-	s := &scorer{gpus: p.gpus, gpuNode: make([]bool, len(ssn.NodeList))}
-	for i, n := range ssn.NodeList {
-		for _, g := range p.gpus {
-			if n.Allocatable.Scalar(g) > 0 {
-				s.gpuNode[i] = true
-			}
-		}
-	}
+	s := &scorer{gpus: p.gpus, gpuNode: make([]gpuState, len(ssn.NodeList))}
 	ssn.AddNodeOrderFn(s.score)
 }
 
@@ -93,7 +96,7 @@ func (s *scorer) score(task *api.TaskInfo, node *api.NodeInfo) int64 {
 	if gpuTask {
 		return score - idleAfter*BinPackWeight
 	}
-	if !s.gpuNode[node.Index] {
+	if !s.hasGPUs(node) {
 		return score
 	}
 	// A CPU task that must go on a GPU node prefers the one with the fewest
@@ -103,6 +106,29 @@ func (s *scorer) score(task *api.TaskInfo, node *api.NodeInfo) int64 {
 		idle += max(node.Idle.Scalar(g), 0)
 	}
 	return score - GPUNodePenalty - idle*BinPackWeight
+}
+
+// hasGPUs reports whether node has allocatable GPUs.
+func (s *scorer) hasGPUs(node *api.NodeInfo) bool {
+	if node.Index < 0 || node.Index >= len(s.gpuNode) {
+		return s.countsGPUs(&node.Allocatable) // an Index the session has not: nothing to cache it by
+	}
+	if s.gpuNode[node.Index] == gpuUnknown {
+		s.gpuNode[node.Index] = gpuNone
+		if s.countsGPUs(&node.Allocatable) {
+			s.gpuNode[node.Index] = gpuSome
+		}
+	}
+	return s.gpuNode[node.Index] == gpuSome
+}
+
+func (s *scorer) countsGPUs(alloc *api.Resource) bool {
+	for _, g := range s.gpus {
+		if alloc.Scalar(g) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *scorer) isGPU(name corev1.ResourceName) bool {

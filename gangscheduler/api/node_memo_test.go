@@ -1,0 +1,169 @@
+package api_test
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
+)
+
+// A snapshot built with a NodeMemo equals one built afresh, whatever
+// happened to the nodes since the memo's last snapshot.
+func TestNodeMemo(t *testing.T) {
+	node := func(name, cpu string) *corev1.Node { return st.MakeNode(name).Capacity(cpu, "8Gi", 2).Obj() }
+	a, b, c := node("a", "4"), node("b", "4"), node("c", "4")
+	heartbeat := a.DeepCopy() // a new object, same allocatable
+	resized := node("b", "8")
+	tests := []struct {
+		name   string
+		cycles [][]*corev1.Node // the nodes listed, cycle after cycle
+	}{
+		{"unchanged, listed in another order", [][]*corev1.Node{{b, a, c}, {c, a, b}}},
+		{"a node deleted", [][]*corev1.Node{{a, b, c}, {a, c}}},
+		{"a node added", [][]*corev1.Node{{b, c}, {c, b, a}}},
+		{"a node replaced, same allocatable", [][]*corev1.Node{{a, b}, {heartbeat, b}}},
+		{"a node replaced, other allocatable", [][]*corev1.Node{{a, b}, {a, resized}}},
+		{"replaced and back", [][]*corev1.Node{{a, b}, {a, resized}, {a, b}}},
+		{"a duplicate name, then a good list", [][]*corev1.Node{{a, b}, {a, b, heartbeat}, {a, c}}},
+		{"all gone", [][]*corev1.Node{{a, b}, {}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var memo api.NodeMemo
+			var got *api.Snapshot
+			for _, nodes := range tt.cycles {
+				s, err := api.NewSnapshot(api.Cluster{Nodes: nodes, Memo: &memo})
+				if _, fresh := api.NewSnapshot(api.Cluster{Nodes: nodes}); (err != nil) != (fresh != nil) {
+					t.Fatalf("memo error %v, fresh error %v", err, fresh)
+				}
+				if err == nil {
+					got = s
+				}
+			}
+			last := tt.cycles[len(tt.cycles)-1]
+			want, err := api.NewSnapshot(api.Cluster{Nodes: last})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if memo.Len() != len(last) {
+				t.Errorf("memo holds %d nodes, want %d", memo.Len(), len(last))
+			}
+			if len(got.NodeList) != len(want.NodeList) {
+				t.Fatalf("%d nodes, want %d", len(got.NodeList), len(want.NodeList))
+			}
+			for i, n := range got.NodeList {
+				w := want.NodeList[i]
+				if n.Node != w.Node || n.Index != i || got.Nodes[n.Name] != n || !n.Allocatable.Equal(&w.Allocatable) || !n.Idle.Equal(&w.Idle) {
+					t.Errorf("node %d: %s (index %d) allocatable %v idle %v, want %s allocatable %v", i, n.Name, n.Index, n.Allocatable, n.Idle, w.Name, w.Allocatable)
+				}
+			}
+			if total, wantTotal := got.TotalAllocatable(), want.TotalAllocatable(); !total.Equal(&wantTotal) {
+				t.Errorf("total %v, want %v", total, wantTotal)
+			}
+		})
+	}
+}
+
+// Snapshots that share a memo share no mutable state: placing tasks in one
+// changes neither the memo nor the next snapshot.
+func TestNodeMemoSnapshotsOwnTheirNodes(t *testing.T) {
+	nodes := []*corev1.Node{st.MakeNode("gpu").Capacity("8", "8Gi", 4).Obj()}
+	var memo api.NodeMemo
+	first, err := api.NewSnapshot(api.Cluster{Nodes: nodes, Memo: &memo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := first.NodeList[0]
+	for _, pod := range []*corev1.Pod{
+		st.MakePod("ns", "cpu").Req("1", "").Obj(), // no scalar: Idle keeps sharing
+		st.MakePod("ns", "gpu").Req("1", "").GPU(3).Obj(),
+	} {
+		if err := n.AddTask(api.NewTaskInfo("", pod)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n.Idle.Scalar(st.GPU) != 1 || n.Allocatable.Scalar(st.GPU) != 4 {
+		t.Errorf("after placing 3 GPUs: idle %d, allocatable %d; want 1, 4", n.Idle.Scalar(st.GPU), n.Allocatable.Scalar(st.GPU))
+	}
+	second, err := api.NewSnapshot(api.Cluster{Nodes: nodes, Memo: &memo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := second.NodeList[0]
+	if m == n || m.Idle.Scalar(st.GPU) != 4 || m.Idle.MilliCPU != 8000 || len(m.Tasks) != 0 {
+		t.Errorf("next snapshot sees the last one's placements: idle %v, %d tasks", m.Idle, len(m.Tasks))
+	}
+	total := second.TotalAllocatable()
+	total.AddScalar(st.GPU, 10) // a copy: changes nothing shared
+	if again := second.TotalAllocatable(); again.Scalar(st.GPU) != 4 {
+		t.Errorf("TotalAllocatable shares its scalars: %v", again)
+	}
+}
+
+// An empty node needs no task map; every reader copes with nil.
+func TestNodeInfoNilTasks(t *testing.T) {
+	n := api.NewNodeInfo(st.MakeNode("n1").Capacity("4", "8Gi", 0).Obj())
+	task := api.NewTaskInfo("", st.MakePod("ns", "p").Req("1", "").Obj())
+	if n.Tasks != nil || len(n.Tasks) != 0 || n.Tasks[task.UID] != nil {
+		t.Fatalf("empty node has tasks %v", n.Tasks)
+	}
+	for range n.Tasks {
+		t.Error("ranged over a task of an empty node")
+	}
+	if err := n.RemoveTask(task); err == nil {
+		t.Error("removing from an empty node is not an error")
+	}
+	if err := n.AddTask(task); err != nil || n.Tasks[task.UID] != task {
+		t.Fatalf("AddTask on an empty node: %v, tasks %v", err, n.Tasks)
+	}
+}
+
+// Label indexes are shared by the snapshots of an unchanged node set and
+// rebuilt for a key whose value changed on some node.
+func TestNodesByLabel(t *testing.T) {
+	node := func(name, pool, zone string) *corev1.Node {
+		return st.MakeNode(name).Label("pool", pool).Label("zone", zone).Obj()
+	}
+	a, b, c := node("a", "cpu", "z1"), node("b", "gpu", "z1"), node("c", "gpu", "z2")
+	aHeartbeat := a.DeepCopy()
+	bMoved := node("b", "gpu", "z2")
+	var memo api.NodeMemo
+	snap := func(nodes ...*corev1.Node) *api.Snapshot {
+		s, err := api.NewSnapshot(api.Cluster{Nodes: nodes, Memo: &memo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	s1 := snap(a, b, c)
+	pool, zone := s1.NodesByLabel("pool"), s1.NodesByLabel("zone")
+	if got := pool.ByValue["gpu"]; !slices.Equal(got, []int32{1, 2}) || !slices.Equal(pool.Pos, []int32{0, 0, 1}) {
+		t.Errorf("pool=gpu at %v, positions %v; want [1 2], [0 0 1]", got, pool.Pos)
+	}
+	if none := s1.NodesByLabel("absent"); len(none.ByValue) != 0 || !slices.Equal(none.Pos, []int32{-1, -1, -1}) {
+		t.Errorf("absent key indexed as %v", none)
+	}
+
+	s2 := snap(aHeartbeat, b, c)
+	if s2.NodesByLabel("pool") != pool || s2.NodesByLabel("zone") != zone {
+		t.Error("a heartbeat (new object, same labels) rebuilt the indexes")
+	}
+	s3 := snap(aHeartbeat, bMoved, c)
+	if s3.NodesByLabel("pool") != pool {
+		t.Error("a zone change rebuilt the pool index")
+	}
+	if got := s3.NodesByLabel("zone").ByValue["z2"]; !slices.Equal(got, []int32{1, 2}) {
+		t.Errorf("zone=z2 at %v after b moved, want [1 2]", got)
+	}
+	if got := zone.ByValue["z2"]; !slices.Equal(got, []int32{2}) {
+		t.Errorf("the index of an earlier snapshot changed: zone=z2 at %v", got)
+	}
+	s4 := snap(bMoved, c)
+	if got := s4.NodesByLabel("pool").ByValue["gpu"]; !slices.Equal(got, []int32{0, 1}) {
+		t.Errorf("pool=gpu at %v after a was deleted, want [0 1]", got)
+	}
+}
