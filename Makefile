@@ -109,7 +109,7 @@ BENCH = go build -o bin/ ./cmd/bench ./cmd/scheduler && \
 		--volcano-scheduler="$${peers[0]}" --coscheduling-scheduler="$${peers[1]}"
 
 .PHONY: bench
-bench: ## The benchmark harness (test/bench): a null binder, troupe-scheduler, Volcano and Coscheduling, scenario by scenario; writes docs/benchmarks.md (~30 min).
+bench: ## The benchmark harness (test/bench): a null binder, troupe-scheduler, Volcano and Coscheduling, scenario by scenario; writes docs/benchmarks.md (~12 min).
 	$(BENCH) --out=docs/benchmarks.md --command="make bench$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" $(BENCH_FLAGS)
 
 # The smoke leaves out volcano-200ms (Volcano at another period) and S4x4

@@ -86,6 +86,12 @@ type enqueuePass struct {
 	heldNeeds []api.Resource
 	// podless is what jobs admitted without pods need, in aggregate.
 	podless api.Resource
+	// idle is the nodes' idle resources as aggregateIdle counts them
+	// (before podless), with the held trial placements taken: summed over
+	// every node at the first job without pods, then kept up to date as
+	// trial placements are held, so that a backlog of such jobs costs one
+	// walk over the nodes, not one per job. Nil until then.
+	idle *api.Resource
 }
 
 func (p *enqueuePass) consider(job *api.JobInfo) {
@@ -143,7 +149,7 @@ func (p *enqueuePass) consider(job *api.JobInfo) {
 		return
 	}
 	ssn.Admit(job)
-	p.held = append(p.held, stmt)
+	p.hold(stmt)
 	p.heldJobs = append(p.heldJobs, job)
 	p.heldNeeds = append(p.heldNeeds, need)
 }
@@ -171,21 +177,43 @@ func (p *enqueuePass) considerPodless(job *api.JobInfo, need api.Resource) {
 // trial placements of this pass taken, less what jobs admitted without pods
 // need.
 func (p *enqueuePass) aggregateIdle() api.Resource {
-	var idle api.Resource
-	for _, n := range p.ssn.NodeList {
-		i := &n.Idle
-		idle.MilliCPU += max(i.MilliCPU, 0)
-		idle.Memory += max(i.Memory, 0)
-		idle.EphemeralStorage += max(i.EphemeralStorage, 0)
-		idle.Pods += max(i.Pods, 0)
-		for k, v := range i.Scalars {
-			if v > 0 {
-				idle.AddScalar(k, v)
-			}
+	if p.idle == nil {
+		// Every node not taken is empty, and allocatable is never
+		// negative (the API server refuses it).
+		idle := p.ssn.TotalAllocatable()
+		for _, n := range p.ssn.NodesTaken() {
+			idle.Sub(&n.Allocatable)
+			idle.AddNonNegative(&n.Idle)
 		}
+		p.idle = &idle
 	}
+	idle := p.idle.Clone()
 	idle.Sub(&p.podless)
 	return idle
+}
+
+// hold keeps an admitted job's trial placement until the pass ends, and
+// counts it in the aggregate idle, if that was summed already: each node
+// it used counts its idle anew.
+func (p *enqueuePass) hold(stmt *framework.Statement) {
+	p.held = append(p.held, stmt)
+	if p.idle == nil {
+		return
+	}
+	before := map[*api.NodeInfo]api.Resource{}
+	for _, d := range stmt.Placements() {
+		n := p.ssn.Nodes[d.Node]
+		old, ok := before[n]
+		if !ok {
+			old = n.Idle.Clone()
+		}
+		old.Add(&d.Task.Resreq)
+		before[n] = old
+	}
+	for n, old := range before {
+		p.idle.SubNonNegative(&old)
+		p.idle.AddNonNegative(&n.Idle)
+	}
 }
 
 // finish discards every held trial placement, newest first, and only then

@@ -140,6 +140,54 @@ func TestEnqueueAdmissionsAddUp(t *testing.T) {
 	}
 }
 
+// Jobs without pods and jobs with pods of one pass count against each
+// other in both orders: a podless job's aggregate sees the trial placements
+// held before it, however many podless jobs came earlier.
+func TestEnqueuePodlessAfterHeldPlacements(t *testing.T) {
+	node, _ := gpuNode("n1", 8, 0)
+	tests := []struct {
+		name     string
+		lastGPUs int64 // what the last podless job asks for
+		admitted []api.JobID
+	}{
+		// a (no pods, 2 GPUs) is admitted first; b (a pod of 4 GPUs) is
+		// placed on trial; 8 - 2 - 4 = 2 GPUs are left for c.
+		{"what is left fits", 2, []api.JobID{"ns/a", "ns/b", "ns/c"}},
+		{"more than is left", 3, []api.JobID{"ns/a", "ns/b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			jobs := []*api.JobInfo{
+				podless("a", 1, 2),
+				withPhase(st.MakeJob("ns", "b").MinMember(1).Obj(), api.JobPending),
+				podless("c", 1, tt.lastGPUs),
+			}
+			c := cluster{nodes: []*corev1.Node{node}, pods: gpuGang("b", 1, 4), jobs: jobs}
+			ssn := run(t, c, plugins.Default(), actions.NewEnqueue())
+			if got := slices.Sorted(slices.Values(ssn.Admitted())); !slices.Equal(got, tt.admitted) {
+				t.Errorf("admitted %v, want %v (c: %+v)", got, tt.admitted, ssn.Unschedulable()["ns/c"])
+			}
+		})
+	}
+}
+
+// An over-committed node (a pod bound by hand past its GPUs) frees
+// nothing, and takes nothing from the other nodes' idle either.
+func TestEnqueuePodlessOverCommitted(t *testing.T) {
+	over, overPod := gpuNode("a-over", 4, 6)
+	free, _ := gpuNode("b-free", 8, 0)
+	for _, tt := range []struct {
+		gpus     int64
+		admitted bool
+	}{{8, true}, {9, false}} {
+		c := cluster{nodes: []*corev1.Node{over, free}, pods: []*corev1.Pod{overPod}, jobs: []*api.JobInfo{podless("j", 1, tt.gpus)}}
+		ssn := run(t, c, plugins.Default(), actions.NewEnqueue())
+		if got := ssn.IsAdmitted(ssn.Jobs["ns/j"]); got != tt.admitted {
+			t.Errorf("%d GPUs with 8 idle in aggregate: admitted %v, want %v (%+v)", tt.gpus, got, tt.admitted, ssn.Unschedulable()["ns/j"])
+		}
+	}
+}
+
 // Queue capability, closed and missing queues.
 func TestEnqueueQueues(t *testing.T) {
 	nodes, _ := gpuCluster(4, 0) // 32 GPUs

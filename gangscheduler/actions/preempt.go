@@ -70,7 +70,7 @@ func (p *Preempt) Execute(ssn *framework.Session) {
 	pass := preemptPass{ssn: ssn, future: ssn.Statement()}
 	// The future view: what terminating pods hold is free for the trials.
 	var releasing []*api.TaskInfo
-	for _, n := range ssn.NodeList {
+	for _, n := range ssn.NodesTaken() {
 		for _, t := range n.Tasks {
 			if t.Status == api.Releasing {
 				releasing = append(releasing, t)

@@ -37,20 +37,25 @@ type NodeInfo struct {
 
 	ports     hostPortSet
 	idleOwned bool
+	// touched, if not nil, is where the node's index goes when it takes
+	// its first task: the snapshot's list of the nodes to make over when
+	// it is reused (nodeArena).
+	touched *[]int
 }
 
 // NewNodeInfo returns an empty node: all of status.allocatable is idle. As in
 // kube-scheduler, a node that reports no allocatable pods accepts none.
 func NewNodeInfo(node *corev1.Node) *NodeInfo {
 	n := &NodeInfo{}
-	n.init(node, NewResource(node.Status.Allocatable))
+	n.init(node, NewResource(node.Status.Allocatable), 0, nil)
 	return n
 }
 
-// init makes n the empty node of node, with allocatable alloc (shared,
-// read-only), in place: a snapshot makes all its nodes in one slice.
-func (n *NodeInfo) init(node *corev1.Node, alloc Resource) {
-	*n = NodeInfo{Name: node.Name, Node: node, Allocatable: alloc, Idle: alloc}
+// init makes n the empty node of node at index, with allocatable alloc
+// (shared, read-only), in place: a snapshot makes all its nodes in one
+// slice, and makes them over when it is reused. touched may be nil.
+func (n *NodeInfo) init(node *corev1.Node, alloc Resource, index int, touched *[]int) {
+	*n = NodeInfo{Name: node.Name, Node: node, Index: index, Allocatable: alloc, Idle: alloc, touched: touched}
 }
 
 // AddTask accounts a task on the node: it takes the task's requests and host
@@ -62,6 +67,9 @@ func (n *NodeInfo) AddTask(t *TaskInfo) error {
 	}
 	if n.Tasks == nil {
 		n.Tasks = map[TaskID]*TaskInfo{}
+		if n.touched != nil {
+			*n.touched = append(*n.touched, n.Index)
+		}
 	}
 	n.Tasks[t.UID] = t
 	n.Used.Add(&t.Resreq)

@@ -20,6 +20,12 @@ import (
 // name; a new pointer is parsed again, and a name no longer listed is
 // dropped.
 //
+// A snapshot's NodeInfos are its own, since its session changes them. Once
+// released (Snapshot.Release), they are made over for the next snapshot of
+// the same node set, where only the nodes that held a task or changed need
+// making over: a cycle then allocates and writes nothing for the many
+// nodes no pod was placed on.
+//
 // The zero value is ready to use. A NodeMemo is not safe for concurrent
 // use: one scheduler builds one snapshot at a time.
 type NodeMemo struct {
@@ -32,6 +38,11 @@ type NodeMemo struct {
 	labels *labelIndexes
 	// gen numbers the snapshots, to mark the entries each one listed.
 	gen uint64
+	// spare are the nodes of a released snapshot, if any.
+	spare *nodeArena
+	// marked says the entries were marked from a new list since spare's
+	// snapshot was built: node objects may have changed under them.
+	marked bool
 }
 
 // nodeEntry is one node as the memo keeps it.
@@ -56,10 +67,15 @@ type nodeSet struct {
 }
 
 // nodes returns the node set of list. With a nil memo everything is
-// derived afresh. It is an error for two nodes to have the same name.
-func (m *NodeMemo) nodes(list []*corev1.Node) (nodeSet, error) {
+// derived afresh. With unchanged, list is not read: the caller knows the
+// nodes are the last snapshot's objects (Cluster.NodesUnchanged). It is an
+// error for two nodes to have the same name.
+func (m *NodeMemo) nodes(list []*corev1.Node, unchanged bool) (nodeSet, error) {
 	if m == nil {
 		return parseNodes(list)
+	}
+	if unchanged && m.labels != nil {
+		return nodeSet{sorted: m.sorted, total: m.total, labels: m.labels}, nil
 	}
 	sameSet, err := m.mark(list)
 	if err != nil {
@@ -69,6 +85,9 @@ func (m *NodeMemo) nodes(list []*corev1.Node) (nodeSet, error) {
 	if !sameSet || m.labels == nil {
 		m.resort(list)
 	}
+	// Some node may have a new object: the nodes a released snapshot
+	// lends must all be checked.
+	m.marked = true
 	return nodeSet{sorted: m.sorted, total: m.total, labels: m.labels}, nil
 }
 
@@ -156,4 +175,69 @@ func sumAllocatable(entries []*nodeEntry) Resource {
 		total.Add(&e.alloc)
 	}
 	return total
+}
+
+// nodeArena is the nodes of one snapshot: its NodeInfos in one slice, the
+// list and the map of them.
+type nodeArena struct {
+	// sorted are the memo entries the NodeInfos were made from; the memo
+	// makes a new slice whenever the set changes.
+	sorted []*nodeEntry
+	infos  []NodeInfo
+	list   []*NodeInfo
+	byName map[string]*NodeInfo
+	// touched are the indexes of the nodes that took a task (AddTask is
+	// the only change a session makes to a node): those to make over.
+	touched []int
+}
+
+// newNodeArena makes the empty nodes of set.
+func newNodeArena(sorted []*nodeEntry) *nodeArena {
+	a := &nodeArena{
+		sorted: sorted,
+		infos:  make([]NodeInfo, len(sorted)), // one allocation for all nodes
+		list:   make([]*NodeInfo, len(sorted)),
+		byName: make(map[string]*NodeInfo, len(sorted)),
+	}
+	for i, e := range sorted {
+		ni := &a.infos[i]
+		ni.init(e.node, e.alloc, i, &a.touched)
+		a.list[i] = ni
+		a.byName[ni.Name] = ni
+	}
+	return a
+}
+
+// arena returns empty nodes for sorted: the released ones, made over, if
+// they were made from sorted, else new ones.
+func (m *NodeMemo) arena(sorted []*nodeEntry) *nodeArena {
+	if m == nil {
+		return newNodeArena(sorted)
+	}
+	a, marked := m.spare, m.marked
+	m.spare, m.marked = nil, false
+	if a == nil || len(a.sorted) != len(sorted) || (len(sorted) > 0 && &a.sorted[0] != &sorted[0]) {
+		return newNodeArena(sorted)
+	}
+	if marked {
+		for i, e := range sorted {
+			if ni := &a.infos[i]; ni.Tasks != nil || ni.Node != e.node {
+				ni.init(e.node, e.alloc, i, &a.touched)
+			}
+		}
+	} else {
+		for _, i := range a.touched {
+			e := sorted[i]
+			a.infos[i].init(e.node, e.alloc, i, &a.touched)
+		}
+	}
+	a.touched = a.touched[:0]
+	return a
+}
+
+// release keeps a for the next snapshot.
+func (m *NodeMemo) release(a *nodeArena) {
+	if m != nil {
+		m.spare = a
+	}
 }

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -30,40 +31,61 @@ func TestNodeMemo(t *testing.T) {
 		{"a duplicate name, then a good list", [][]*corev1.Node{{a, b}, {a, b, heartbeat}, {a, c}}},
 		{"all gone", [][]*corev1.Node{{a, b}, {}}},
 	}
+	// Each case runs twice: snapshots kept, and each released after a
+	// task was placed on its first node, so that the next one reuses and
+	// makes over its nodes.
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var memo api.NodeMemo
-			var got *api.Snapshot
-			for _, nodes := range tt.cycles {
-				s, err := api.NewSnapshot(api.Cluster{Nodes: nodes, Memo: &memo})
-				if _, fresh := api.NewSnapshot(api.Cluster{Nodes: nodes}); (err != nil) != (fresh != nil) {
-					t.Fatalf("memo error %v, fresh error %v", err, fresh)
-				}
-				if err == nil {
-					got = s
-				}
-			}
-			last := tt.cycles[len(tt.cycles)-1]
-			want, err := api.NewSnapshot(api.Cluster{Nodes: last})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if memo.Len() != len(last) {
-				t.Errorf("memo holds %d nodes, want %d", memo.Len(), len(last))
-			}
-			if len(got.NodeList) != len(want.NodeList) {
-				t.Fatalf("%d nodes, want %d", len(got.NodeList), len(want.NodeList))
-			}
-			for i, n := range got.NodeList {
-				w := want.NodeList[i]
-				if n.Node != w.Node || n.Index != i || got.Nodes[n.Name] != n || !n.Allocatable.Equal(&w.Allocatable) || !n.Idle.Equal(&w.Idle) {
-					t.Errorf("node %d: %s (index %d) allocatable %v idle %v, want %s allocatable %v", i, n.Name, n.Index, n.Allocatable, n.Idle, w.Name, w.Allocatable)
+		for _, release := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/release=%v", tt.name, release), func(t *testing.T) {
+				checkNodeMemo(t, tt.cycles, release)
+			})
+		}
+	}
+}
+
+func checkNodeMemo(t *testing.T, cycles [][]*corev1.Node, release bool) {
+	var memo api.NodeMemo
+	var got *api.Snapshot
+	for i, nodes := range cycles {
+		if release && got != nil {
+			if len(got.NodeList) > 0 {
+				pod := st.MakePod("ns", fmt.Sprintf("p%d", i)).Req("1", "1Gi").GPU(1).Obj()
+				if err := got.NodeList[0].AddTask(api.NewTaskInfo("", pod)); err != nil {
+					t.Fatal(err)
 				}
 			}
-			if total, wantTotal := got.TotalAllocatable(), want.TotalAllocatable(); !total.Equal(&wantTotal) {
-				t.Errorf("total %v, want %v", total, wantTotal)
-			}
-		})
+			got.Release()
+		}
+		s, err := api.NewSnapshot(api.Cluster{Nodes: nodes, Memo: &memo})
+		if _, fresh := api.NewSnapshot(api.Cluster{Nodes: nodes}); (err != nil) != (fresh != nil) {
+			t.Fatalf("memo error %v, fresh error %v", err, fresh)
+		}
+		if err == nil {
+			got = s
+		}
+	}
+	last := cycles[len(cycles)-1]
+	want, err := api.NewSnapshot(api.Cluster{Nodes: last})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if memo.Len() != len(last) {
+		t.Errorf("memo holds %d nodes, want %d", memo.Len(), len(last))
+	}
+	if len(got.NodeList) != len(want.NodeList) {
+		t.Fatalf("%d nodes, want %d", len(got.NodeList), len(want.NodeList))
+	}
+	for i, n := range got.NodeList {
+		w := want.NodeList[i]
+		if n.Node != w.Node || n.Index != i || got.Nodes[n.Name] != n || !n.Allocatable.Equal(&w.Allocatable) || !n.Idle.Equal(&w.Idle) {
+			t.Errorf("node %d: %s (index %d) allocatable %v idle %v, want %s allocatable %v", i, n.Name, n.Index, n.Allocatable, n.Idle, w.Name, w.Allocatable)
+		}
+		if n.Tasks != nil || !n.Used.IsZero() {
+			t.Errorf("node %s holds %d tasks (used %v) of an earlier snapshot", n.Name, len(n.Tasks), n.Used)
+		}
+	}
+	if total, wantTotal := got.TotalAllocatable(), want.TotalAllocatable(); !total.Equal(&wantTotal) {
+		t.Errorf("total %v, want %v", total, wantTotal)
 	}
 }
 
@@ -103,6 +125,105 @@ func TestNodeMemoSnapshotsOwnTheirNodes(t *testing.T) {
 	}
 }
 
+// memoSnapshots returns a function that builds snapshots of nodes, one
+// after another, with one NodeMemo.
+func memoSnapshots(t *testing.T) func(nodes ...*corev1.Node) *api.Snapshot {
+	var memo api.NodeMemo
+	return func(nodes ...*corev1.Node) *api.Snapshot {
+		t.Helper()
+		s, err := api.NewSnapshot(api.Cluster{Nodes: nodes, Memo: &memo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
+// A released snapshot's nodes are the next snapshot's, made over, when the
+// node set is the same; a kept snapshot's never are.
+func TestNodeMemoReusesReleasedNodes(t *testing.T) {
+	a, b := st.MakeNode("a").Capacity("8", "8Gi", 4).Obj(), st.MakeNode("b").Capacity("8", "8Gi", 4).Obj()
+	bResized := st.MakeNode("b").Capacity("16", "8Gi", 4).Obj()
+	c := st.MakeNode("c").Capacity("8", "8Gi", 4).Obj()
+	snap := memoSnapshots(t)
+	first := snap(a, b)
+	na := first.Nodes["a"]
+	if err := na.AddTask(api.NewTaskInfo("", st.MakePod("ns", "p").Req("2", "1Gi").GPU(3).Obj())); err != nil {
+		t.Fatal(err)
+	}
+	first.Release()
+	if first.Nodes != nil || first.NodeList != nil {
+		t.Error("a released snapshot still lists its nodes")
+	}
+
+	second := snap(b, a)
+	if second.Nodes["a"] != na {
+		t.Error("the released nodes were not reused for the same node set")
+	}
+	if na.Tasks != nil || na.Idle.Scalar(st.GPU) != 4 || na.Idle.MilliCPU != 8000 || !na.Used.IsZero() || na.Index != 0 {
+		t.Errorf("reused node a not made over: idle %v, used %v, %d tasks, index %d", na.Idle, na.Used, len(na.Tasks), na.Index)
+	}
+	if na.Allocatable.Scalar(st.GPU) != 4 {
+		t.Errorf("placing a task changed the shared allocatable: %v", na.Allocatable)
+	}
+
+	kept := second // not released: the next snapshot must not touch it
+	third := snap(a, bResized)
+	if third.Nodes["a"] == na {
+		t.Error("a snapshot still in use lent its nodes")
+	}
+	if kept.Nodes["a"] != na || kept.NodeList[1].Node != b {
+		t.Error("building a snapshot changed one still in use")
+	}
+	// The same names with a node object replaced: reused, and the
+	// replaced node made from its new object.
+	thirdB := third.Nodes["b"]
+	third.Release()
+	fourth := snap(a, b)
+	if nb := fourth.Nodes["b"]; nb != thirdB || nb.Node != b || nb.Allocatable.MilliCPU != 8000 || nb.Idle.MilliCPU != 8000 {
+		t.Errorf("node b after its object was replaced: reused %v, allocatable %v, idle %v", nb == thirdB, nb.Allocatable, nb.Idle)
+	}
+	reused := fourth.Nodes["a"]
+	fourth.Release()
+	if fifth := snap(a, b, c); len(fifth.NodeList) != 3 || fifth.Nodes["c"].Index != 2 || fifth.Nodes["a"] == reused {
+		t.Errorf("a changed node set reused the old nodes: %d nodes", len(fifth.NodeList))
+	}
+}
+
+// With NodesUnchanged the memo's nodes are the snapshot's, unlisted, and
+// a reused snapshot makes over exactly the nodes that took a task.
+func TestNodesUnchanged(t *testing.T) {
+	a, b := st.MakeNode("a").Capacity("8", "8Gi", 4).Obj(), st.MakeNode("b").Capacity("8", "8Gi", 4).Obj()
+	onB := st.MakePod("ns", "on-b").Req("2", "1Gi").GPU(1).Node("b").Phase(corev1.PodRunning).Obj()
+	var memo api.NodeMemo
+	first, err := api.NewSnapshot(api.Cluster{Nodes: []*corev1.Node{a, b}, Memo: &memo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	na, nb := first.Nodes["a"], first.Nodes["b"]
+	if err := na.AddTask(api.NewTaskInfo("", st.MakePod("ns", "trial").Req("4", "1Gi").GPU(4).Obj())); err != nil {
+		t.Fatal(err)
+	}
+	first.Release()
+	for i, pods := range [][]*corev1.Pod{{onB}, nil, {onB}} {
+		s, err := api.NewSnapshot(api.Cluster{Pods: pods, Memo: &memo, NodesUnchanged: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.NodeList) != 2 || s.Nodes["a"] != na || s.Nodes["b"] != nb || s.NodeList[1] != nb {
+			t.Fatalf("snapshot %d: not the memo's nodes, reused: %v", i, s.NodeList)
+		}
+		if na.Tasks != nil || na.Idle.Scalar(st.GPU) != 4 || na.Idle.MilliCPU != 8000 {
+			t.Errorf("snapshot %d: node a not made over: idle %v, %d tasks", i, na.Idle, len(na.Tasks))
+		}
+		wantGPUs := int64(4 - len(pods))
+		if nb.Idle.Scalar(st.GPU) != wantGPUs || len(nb.Tasks) != len(pods) {
+			t.Errorf("snapshot %d: node b idle %v with %d tasks, want %d GPUs idle", i, nb.Idle, len(nb.Tasks), wantGPUs)
+		}
+		s.Release()
+	}
+}
+
 // An empty node needs no task map; every reader copes with nil.
 func TestNodeInfoNilTasks(t *testing.T) {
 	n := api.NewNodeInfo(st.MakeNode("n1").Capacity("4", "8Gi", 0).Obj())
@@ -130,14 +251,7 @@ func TestNodesByLabel(t *testing.T) {
 	a, b, c := node("a", "cpu", "z1"), node("b", "gpu", "z1"), node("c", "gpu", "z2")
 	aHeartbeat := a.DeepCopy()
 	bMoved := node("b", "gpu", "z2")
-	var memo api.NodeMemo
-	snap := func(nodes ...*corev1.Node) *api.Snapshot {
-		s, err := api.NewSnapshot(api.Cluster{Nodes: nodes, Memo: &memo})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	snap := memoSnapshots(t)
 
 	s1 := snap(a, b, c)
 	pool, zone := s1.NodesByLabel("pool"), s1.NodesByLabel("zone")

@@ -171,6 +171,26 @@ func (r *Resource) Insufficient(avail *Resource) (corev1.ResourceName, bool) {
 	return worst, found
 }
 
+// AddNonNegative adds what rr holds above zero: what a node whose idle is
+// rr frees for others (an over-committed node frees nothing of what it
+// lacks).
+func (r *Resource) AddNonNegative(rr *Resource) { r.addNonNegative(rr, 1) }
+
+// SubNonNegative takes away what AddNonNegative adds.
+func (r *Resource) SubNonNegative(rr *Resource) { r.addNonNegative(rr, -1) }
+
+func (r *Resource) addNonNegative(rr *Resource, sign int64) {
+	r.MilliCPU += sign * max(rr.MilliCPU, 0)
+	r.Memory += sign * max(rr.Memory, 0)
+	r.EphemeralStorage += sign * max(rr.EphemeralStorage, 0)
+	r.Pods += sign * max(rr.Pods, 0)
+	for k, v := range rr.Scalars {
+		if v > 0 {
+			r.AddScalar(k, sign*v)
+		}
+	}
+}
+
 // IsZero reports whether r holds nothing at all.
 func (r *Resource) IsZero() bool {
 	if r.MilliCPU != 0 || r.Memory != 0 || r.EphemeralStorage != 0 || r.Pods != 0 {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -33,7 +34,8 @@ func (q *QueueInfo) IsOpen() bool { return q.State != QueueClosed }
 
 // Snapshot is the cluster as one scheduling cycle sees it. A session takes
 // ownership and changes it as it places tasks (task status, node
-// accounting); the cache builds a fresh one for every cycle.
+// accounting); the cache builds a fresh one for every cycle, and may
+// reuse the nodes of one the cycle has released (Release).
 type Snapshot struct {
 	Nodes map[string]*NodeInfo
 	// NodeList is every node sorted by name; NodeList[i].Index == i. Scanning
@@ -48,6 +50,23 @@ type Snapshot struct {
 	// labels are the label indexes of NodeList (NodesByLabel), shared
 	// with the other snapshots of the same nodes.
 	labels *labelIndexes
+	// nodes hold Nodes and NodeList; memo, if not nil, takes them back on
+	// Release.
+	nodes *nodeArena
+	memo  *NodeMemo
+}
+
+// Release ends the snapshot's use: the NodeMemo it was built with may
+// make its nodes over for the next snapshot. The snapshot, its Nodes and
+// NodeList must not be used after; they are cleared so that a use fails
+// at once. Release is for whoever owns the snapshot, once (a scheduling
+// cycle, after its commit); a snapshot never released is simply not
+// reused.
+func (s *Snapshot) Release() {
+	if s.nodes != nil {
+		s.memo.release(s.nodes)
+	}
+	s.nodes, s.memo, s.Nodes, s.NodeList = nil, nil, nil, nil
 }
 
 // TotalAllocatable returns the sum of every node's allocatable: the
@@ -55,6 +74,21 @@ type Snapshot struct {
 // every session's start; the snapshot sums it once (or takes a NodeMemo's,
 // when no node changed).
 func (s *Snapshot) TotalAllocatable() Resource { return s.total.Clone() }
+
+// NodesTaken returns every node that has taken a task in this snapshot,
+// loading the pods on it or placing one, in NodeList order; some may hold
+// none any more. Every other node is empty: it has no tasks, and its Idle
+// is its Allocatable. A walk over the tasks on nodes, or a sum over all
+// nodes from TotalAllocatable, need only visit these, which in a large
+// cluster with little running are far fewer than NodeList.
+func (s *Snapshot) NodesTaken() []*NodeInfo {
+	idx := slices.Sorted(slices.Values(s.nodes.touched))
+	out := make([]*NodeInfo, len(idx))
+	for i, j := range idx {
+		out[i] = s.NodeList[j]
+	}
+	return out
+}
 
 // JobOfFunc tells which gang a pod belongs to, if any. The cache provides it
 // (it knows the PodGroup annotation or label); tests use their own.
@@ -74,6 +108,11 @@ type Cluster struct {
 	// Memo, if not nil, carries what NewSnapshot derives from Nodes alone
 	// from one snapshot to the next (see NodeMemo).
 	Memo *NodeMemo
+	// NodesUnchanged says that the nodes are the very objects of Memo's
+	// last snapshot, none added, replaced or deleted since (an informer's
+	// handlers know): NewSnapshot then takes them from the memo without
+	// reading Nodes. Ignored without a memo that built a snapshot.
+	NodesUnchanged bool
 }
 
 // NewSnapshot builds a snapshot from plain lists:
@@ -88,24 +127,17 @@ type Cluster struct {
 // Duplicate names or UIDs are errors: they would double-count resources.
 func NewSnapshot(c Cluster) (*Snapshot, error) {
 	s := &Snapshot{
-		Nodes:    make(map[string]*NodeInfo, len(c.Nodes)),
-		NodeList: make([]*NodeInfo, 0, len(c.Nodes)),
-		Jobs:     make(map[JobID]*JobInfo, len(c.Jobs)),
-		Queues:   make(map[QueueID]*QueueInfo, len(c.Queues)),
+		Jobs:   make(map[JobID]*JobInfo, len(c.Jobs)),
+		Queues: make(map[QueueID]*QueueInfo, len(c.Queues)),
+		memo:   c.Memo,
 	}
-	set, err := c.Memo.nodes(c.Nodes)
+	set, err := c.Memo.nodes(c.Nodes, c.NodesUnchanged)
 	if err != nil {
 		return nil, err
 	}
 	s.total, s.labels = set.total, set.labels
-	infos := make([]NodeInfo, len(set.sorted)) // one allocation for all nodes
-	for i, e := range set.sorted {
-		ni := &infos[i]
-		ni.init(e.node, e.alloc)
-		ni.Index = i
-		s.NodeList = append(s.NodeList, ni)
-		s.Nodes[ni.Name] = ni
-	}
+	s.nodes = c.Memo.arena(set.sorted)
+	s.Nodes, s.NodeList = s.nodes.byName, s.nodes.list
 	for _, q := range c.Queues {
 		if _, ok := s.Queues[q.Name]; ok {
 			return nil, fmt.Errorf("queue %s listed twice", q.Name)

@@ -306,3 +306,56 @@ func TestClassSignature(t *testing.T) {
 		t.Error("another scheduler's bound pod got a class signature it never needs")
 	}
 }
+
+// NodesTaken are the nodes that took a task, loaded or placed, in
+// NodeList order, whether or not they still hold one; every other node is
+// empty. A reused snapshot starts the list afresh.
+func TestNodesTaken(t *testing.T) {
+	var nodes []*corev1.Node
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		nodes = append(nodes, st.MakeNode(name).Capacity("8", "32Gi", 0).Obj())
+	}
+	pods := []*corev1.Pod{
+		st.MakePod("ns", "on-d").Req("1", "").Node("d").Phase(corev1.PodRunning).Obj(),
+		st.MakePod("ns", "on-b").Req("1", "").Node("b").Phase(corev1.PodRunning).Obj(),
+		st.MakePod("ns", "done-on-c").Req("1", "").Node("c").Phase(corev1.PodSucceeded).Obj(),
+	}
+	names := func(ns []*api.NodeInfo) []string {
+		var out []string
+		for _, n := range ns {
+			out = append(out, n.Name)
+		}
+		return out
+	}
+	var memo api.NodeMemo
+	s, err := api.NewSnapshot(api.Cluster{Nodes: nodes, Pods: pods, Memo: &memo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(s.NodesTaken()); !slices.Equal(got, []string{"b", "d"}) {
+		t.Errorf("after loading: %v, want [b d] (a finished pod takes nothing)", got)
+	}
+	trial := api.NewTaskInfo("", st.MakePod("ns", "trial").Req("1", "").Obj())
+	if err := s.Nodes["a"].AddTask(trial); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Nodes["a"].RemoveTask(trial); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(s.NodesTaken()); !slices.Equal(got, []string{"a", "b", "d"}) {
+		t.Errorf("after a trial on a: %v, want [a b d]", got)
+	}
+	for _, n := range s.NodeList {
+		if !slices.Contains(names(s.NodesTaken()), n.Name) && (n.Tasks != nil || !n.Idle.Equal(&n.Allocatable)) {
+			t.Errorf("node %s not taken but not empty: idle %v of %v", n.Name, n.Idle, n.Allocatable)
+		}
+	}
+	s.Release()
+	again, err := api.NewSnapshot(api.Cluster{Nodes: nodes, Pods: pods[:1], Memo: &memo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(again.NodesTaken()); !slices.Equal(got, []string{"d"}) {
+		t.Errorf("reused snapshot: %v, want [d]", got)
+	}
+}

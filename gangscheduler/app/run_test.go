@@ -18,10 +18,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	clientevents "k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -30,6 +32,7 @@ import (
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 	"github.com/troupe-ml/troupe/gangscheduler/app"
+	"github.com/troupe-ml/troupe/gangscheduler/status"
 	"github.com/troupe-ml/troupe/internal/testutil"
 )
 
@@ -639,6 +642,27 @@ var _ = Describe("troupe-scheduler", Serial, func() {
 		defer mu.Unlock()
 		Expect(requests).To(HaveLen(6))
 		Expect(requests).To(HaveEach(1), "every pod's bind reached the API server exactly once")
+	})
+
+	// A job that finishes or is deleted takes its PodGroup along, often
+	// while a cycle that saw it is still committing.
+	It("takes a PodGroup or Queue deleted since the snapshot as nothing left to write", func() {
+		c, err := client.New(schedulerConfig, client.Options{Scheme: suite.Client.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		w := status.NewWriter(c, clientevents.NewFakeRecorder(10), 2)
+		pg := testutil.MakePodGroup("gone", ns).MinMember(1).Obj()
+		q := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: ns + "-gone"}}
+		gone := func() float64 {
+			return counter("troupe_scheduler_status_writes_total", map[string]string{"kind": "PodGroup", "result": "gone"}) +
+				counter("troupe_scheduler_status_writes_total", map[string]string{"kind": "Queue", "result": "gone"})
+		}
+		before := gone()
+		Expect(w.Write(ctx,
+			[]status.PodGroupWrite{{PodGroup: pg, Update: status.Update{Status: schedulingv1alpha1.PodGroupStatus{Phase: schedulingv1alpha1.PodGroupRunning}}}},
+			[]status.QueueWrite{{Queue: q, New: schedulingv1alpha1.QueueStatus{Running: 1}}},
+		)).To(Succeed())
+		Expect(gone() - before).To(Equal(2.0))
+		Expect(apierrors.IsNotFound(suite.Client.Get(ctx, client.ObjectKeyFromObject(pg), &schedulingv1alpha1.PodGroup{}))).To(BeTrue(), "a status write created no PodGroup")
 	})
 
 	It("refuses to start without the PodGroup CRD, naming the file to install", func() {

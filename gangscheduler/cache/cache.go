@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,9 +37,18 @@ type Cache struct {
 	now         func() time.Time
 	changed     chan struct{}
 
+	// nodeEvents counts the node informer's events. A snapshot that sees
+	// the count its last one saw knows the nodes unchanged, and takes them
+	// from the builder's memo without listing the nodes.
+	nodeEvents atomic.Uint64
+
 	// mu serialises snapshots: the builder carries state between them.
 	mu      sync.Mutex
 	builder Builder
+	// builtNodeEvents is nodeEvents as the last snapshot read it, and
+	// built says that snapshot succeeded (so the memo holds its nodes).
+	builtNodeEvents uint64
+	built           bool
 }
 
 // Options configure a Cache.
@@ -80,12 +90,21 @@ func New(ctx context.Context, informers ctrlcache.Cache, opts Options) (*Cache, 
 		UpdateFunc: func(any, any) { c.notify() },
 		DeleteFunc: func(any) { c.notify() },
 	}
+	nodeHandler := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.nodeEvents.Add(1); c.notify() },
+		UpdateFunc: func(any, any) { c.nodeEvents.Add(1); c.notify() },
+		DeleteFunc: func(any) { c.nodeEvents.Add(1); c.notify() },
+	}
 	for _, obj := range watched() {
 		inf, err := informers.GetInformer(ctx, obj)
 		if err != nil {
 			return nil, fmt.Errorf("informer for %T: %w", obj, err)
 		}
-		if _, err := inf.AddEventHandler(handler); err != nil {
+		h := handler
+		if _, ok := obj.(*corev1.Node); ok {
+			h = nodeHandler
+		}
+		if _, err := inf.AddEventHandler(h); err != nil {
 			return nil, fmt.Errorf("event handler for %T: %w", obj, err)
 		}
 		if s, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
@@ -131,8 +150,14 @@ func (c *Cache) Snapshot(ctx context.Context) (*State, error) {
 		pgs   schedulingv1alpha1.PodGroupList
 		qs    schedulingv1alpha1.QueueList
 	)
+	// Read before the nodes are: an event after this read makes the next
+	// snapshot list them again.
+	nodeEvents := c.nodeEvents.Load()
+	c.mu.Lock()
+	nodesUnchanged := c.built && nodeEvents == c.builtNodeEvents
+	c.mu.Unlock()
 	lists := []client.ObjectList{&pcs, &pgs, &qs}
-	if c.nodes == nil {
+	if c.nodes == nil && !nodesUnchanged {
 		lists = append(lists, &nodes)
 	}
 	if c.pods == nil {
@@ -144,15 +169,28 @@ func (c *Cache) Snapshot(ctx context.Context) (*State, error) {
 		}
 	}
 	objs := Objects{
-		Nodes:           fromStore(c.nodes, nodes.Items),
+		NodesUnchanged:  nodesUnchanged,
 		Pods:            c.assumed.apply(fromStore(c.pods, pods.Items), c.now()),
 		PriorityClasses: ptrs(pcs.Items),
 		PodGroups:       ptrs(pgs.Items),
 		Queues:          ptrs(qs.Items),
 	}
+	if !nodesUnchanged {
+		objs.Nodes = fromStore(c.nodes, nodes.Items)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.builder.Build(objs)
+	st, err := c.builder.Build(objs)
+	c.builtNodeEvents, c.built = nodeEvents, err == nil
+	return st, err
+}
+
+// Release ends a cycle's use of its state: the next snapshot may reuse its
+// nodes. Nothing of the state may be used after.
+func (c *Cache) Release(st *State) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.Snapshot.Release() // its NodeMemo is the builder's
 }
 
 // fromStore returns the objects of store, the informer's own, or pointers

@@ -133,6 +133,43 @@ var _ = Describe("Cache", func() {
 		}).Should(Succeed())
 	})
 
+	// Cycles release their state, so the next one reuses its nodes, and
+	// take the nodes from the last snapshot while the node informer is
+	// quiet: every node event must still show in the next snapshot.
+	It("follows nodes added, changed and deleted while each cycle releases its state", func() {
+		a := node("a")
+		see := func(check func(g Gomega, s *api.Snapshot)) {
+			EventuallyWithOffset(1, func(g Gomega) {
+				st := snapshot(g)
+				defer c.Release(st)
+				check(g, st.Snapshot)
+			}).Should(Succeed())
+		}
+		see(func(g Gomega, s *api.Snapshot) { g.Expect(s.Nodes).To(HaveKey(a)) })
+
+		b := testutil.MakeNode(ns+"-b").Capacity("4", "8Gi").Obj()
+		Expect(testutil.CreateReadyNode(ctx, suite.Client, b)).To(Succeed())
+		see(func(g Gomega, s *api.Snapshot) {
+			g.Expect(s.Nodes).To(HaveKey(b.Name))
+			g.Expect(s.Nodes[b.Name].Idle.MilliCPU).To(Equal(int64(4000)))
+		})
+
+		obj := &corev1.Node{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: a}, obj)).To(Succeed())
+		obj.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("16")
+		Expect(suite.Client.Status().Update(ctx, obj)).To(Succeed())
+		see(func(g Gomega, s *api.Snapshot) { g.Expect(s.Nodes[a].Idle.MilliCPU).To(Equal(int64(16000))) })
+
+		Expect(suite.Client.Delete(ctx, b)).To(Succeed())
+		see(func(g Gomega, s *api.Snapshot) {
+			g.Expect(s.Nodes).NotTo(HaveKey(b.Name))
+			g.Expect(s.Nodes[a].Idle.MilliCPU).To(Equal(int64(16000)))
+			for i, n := range s.NodeList {
+				g.Expect(n.Index).To(Equal(i))
+			}
+		})
+	})
+
 	It("shows an assumed pod on its node until the informer shows it bound, and pending again once forgotten", func() {
 		a, b := node("a"), node("b")
 		create(

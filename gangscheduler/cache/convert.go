@@ -20,6 +20,9 @@ type Objects struct {
 	PodGroups       []*schedulingv1alpha1.PodGroup
 	Queues          []*schedulingv1alpha1.Queue
 	PriorityClasses []*schedulingv1.PriorityClass
+	// NodesUnchanged says Nodes is left out: the nodes are the objects of
+	// the last state the same Builder built (api.Cluster.NodesUnchanged).
+	NodesUnchanged bool
 }
 
 // State is what one cycle works on: the snapshot, and the PodGroups and
@@ -80,6 +83,8 @@ func build(objs Objects, schedulerName string, nodes *api.NodeMemo) (*State, err
 		Queues: queues,
 		JobOf:  JobOf(schedulerName),
 		Memo:   nodes,
+
+		NodesUnchanged: objs.NodesUnchanged,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)

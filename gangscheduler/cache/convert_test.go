@@ -270,8 +270,9 @@ func sameSet(a, b []string) bool {
 	return len(a) == len(b)
 }
 
-// A Builder's states are Build's, cycle after cycle, as nodes change: its
-// node memo only saves work.
+// A Builder's states are Build's, cycle after cycle, as nodes change, each
+// state released after use as a scheduling cycle does: its node memo and
+// the nodes it reuses only save work.
 func TestBuilderFollowsNodes(t *testing.T) {
 	a, b := st.MakeNode("a").Capacity("8", "32Gi", 0).Obj(), st.MakeNode("b").Capacity("8", "32Gi", 4).Obj()
 	bigger := st.MakeNode("b").Capacity("16", "32Gi", 8).Obj()
@@ -297,5 +298,6 @@ func TestBuilderFollowsNodes(t *testing.T) {
 				t.Errorf("cycle %d, node %s: idle %v with %d tasks, want %s: idle %v with %d", i, n.Name, n.Idle, len(n.Tasks), w.Name, w.Idle, len(w.Tasks))
 			}
 		}
+		got.Snapshot.Release()
 	}
 }

@@ -85,5 +85,9 @@ func (s *Statement) Commit() []Decision {
 	return slices.Clone(s.ops)
 }
 
+// Placements are the statement's placements so far, oldest first; the
+// caller must not change them.
+func (s *Statement) Placements() []Decision { return s.ops }
+
 // Len is the number of placements so far.
 func (s *Statement) Len() int { return len(s.ops) }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/cache"
 	"github.com/troupe-ml/troupe/gangscheduler/eventsink"
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
+	"github.com/troupe-ml/troupe/gangscheduler/internal/threadcpu"
 	"github.com/troupe-ml/troupe/gangscheduler/metrics"
 	"github.com/troupe-ml/troupe/gangscheduler/status"
 )
@@ -110,12 +112,26 @@ func (s *Scheduler) RunOnce(ctx context.Context) error {
 		metrics.Cycles.Inc()
 	}()
 
-	state, err := s.cache.Snapshot(ctx)
+	var (
+		state                *cache.State
+		d                    decision
+		snapshotted, decided time.Time
+		err                  error
+	)
+	onThread(func() {
+		if state, err = s.cache.Snapshot(ctx); err != nil {
+			return
+		}
+		snapshotted = time.Now()
+		d = decide(state.Snapshot, s.opts.Plugins, s.opts.Actions)
+		decided = time.Now()
+	})
 	if err != nil {
 		return err
 	}
-	d := decide(state.Snapshot, s.opts.Plugins, s.opts.Actions)
-	metrics.DecisionDuration.Observe(time.Since(start).Seconds())
+	defer s.cache.Release(state)
+	metrics.SnapshotDuration.Observe(snapshotted.Sub(start).Seconds())
+	metrics.DecisionDuration.Observe(decided.Sub(start).Seconds())
 	metrics.PredicateEvaluations.Add(float64(d.stats.PredicateEvaluations))
 
 	release := s.holdEvents()
@@ -124,9 +140,22 @@ func (s *Scheduler) RunOnce(ctx context.Context) error {
 	writeErr := s.writeStatus(ctx, state, d, time.Now())
 	release()
 	if len(d.bindings)+len(d.evictions) > 0 {
-		s.opts.Log.V(1).Info("Cycle committed", "binds", len(d.bindings), "evictions", len(d.evictions), "duration", time.Since(start))
+		s.opts.Log.V(1).Info("Cycle committed", "binds", len(d.bindings), "evictions", len(d.evictions), "duration", time.Since(start),
+			"snapshot", snapshotted.Sub(start), "session", decided.Sub(snapshotted))
 	}
 	return errors.Join(bindErr, evictErr, writeErr)
+}
+
+// onThread runs decide locked to its OS thread and adds the thread's CPU
+// time to metrics.DecisionCPU, where the platform tells it.
+func onThread(decide func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	before, ok := threadcpu.Now()
+	decide()
+	if after, ok2 := threadcpu.Now(); ok && ok2 {
+		metrics.DecisionCPU.Add((after - before).Seconds())
+	}
 }
 
 // holdEvents holds the event gate, if there is one, until the returned

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -156,6 +157,12 @@ func (w *Writer) writePodGroup(ctx context.Context, pw PodGroupWrite) error {
 	mod := orig.DeepCopy()
 	mod.Status = pw.Update.Status
 	if err := w.client.Status().Patch(ctx, mod, client.MergeFrom(orig)); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted since the snapshot (its job finished or was
+			// deleted): there is no status left to write.
+			metrics.StatusWrites.WithLabelValues("PodGroup", metrics.StatusGone).Inc()
+			return nil
+		}
 		metrics.StatusWrites.WithLabelValues("PodGroup", "error").Inc()
 		return fmt.Errorf("write status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
 	}
@@ -179,6 +186,10 @@ func (w *Writer) writeQueue(ctx context.Context, qw QueueWrite) error {
 	mod := orig.DeepCopy()
 	mod.Status = qw.New
 	if err := w.client.Status().Patch(ctx, mod, client.MergeFrom(orig)); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.StatusWrites.WithLabelValues("Queue", metrics.StatusGone).Inc()
+			return nil
+		}
 		metrics.StatusWrites.WithLabelValues("Queue", "error").Inc()
 		return fmt.Errorf("write status of Queue %s: %w", q.Name, err)
 	}

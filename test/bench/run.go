@@ -2,10 +2,13 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,7 +76,10 @@ func (r *run) setup(ctx context.Context, c *cluster) (map[string]int, error) {
 			return nil
 		},
 		func(ctx context.Context) (err error) {
-			sizes, err = createGangs(ctx, c, r.scenario, r.placer.Dialect())
+			if err := createNamespace(ctx, c); err != nil {
+				return err
+			}
+			sizes, err = createGangs(ctx, c, r.scenario, r.placer.Dialect(), 0)
 			return err
 		},
 	}
@@ -166,19 +172,97 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 	res.EtcdCPU = measure.CPUOf(c.etcd...) - etcdCPU0
 	res.Writes = measure.WritesFrom(after).Minus(measure.WritesFrom(before)).Minus(del.writes())
 
-	stopped = true
-	stopErr := proc.Stop()
+	// The final state first: the warm round replaces the gangs.
 	if err := r.finalState(ctx, c, tracker, sizes, res); err != nil {
 		res.Err = err
 		return
 	}
-	switch {
-	case endErr != nil:
-		res.Err = endErr
-	case stopErr != nil:
-		res.Err = stopErr
+	var warmErr error
+	if metered, ok := proc.(placer.Metered); ok && r.scenario.WarmRound && endErr == nil {
+		res.Warm, warmErr = r.warmRound(ctx, c, proc, metered.MetricsURL(), sizes)
+	}
+	stopped = true
+	res.Err = errors.Join(endErr, warmErr, proc.Stop())
+}
+
+// warmRound deletes the run's gangs, waits until the placer has seen them
+// go, creates as many new ones and reads the placer's counters over their
+// placing (scenario.Scenario.WarmRound).
+func (r *run) warmRound(ctx context.Context, c *cluster, proc placer.Process, metrics string, old map[string]int) (*report.WarmRound, error) {
+	d := newDeleter(ctx, c, 0, r.placer.Dialect().PodGroupType)
+	if err := inParallel(ctx, slices.Collect(maps.Keys(old)), func(_ context.Context, gang string) error {
+		d.delete(gang)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := waitPods(ctx, c, r.opts.RunTimeout, func(pods, _ int) bool { return pods == 0 }); err != nil {
+		return nil, fmt.Errorf("warm round: the first round's pods: %w", err)
+	}
+	waitCycles(ctx, proc, r.opts.Trailing)
+	before, err := scrape(ctx, metrics)
+	if err != nil {
+		return nil, fmt.Errorf("warm round: %w", err)
+	}
+	start := time.Now()
+	sizes, err := createGangs(ctx, c, r.scenario, r.placer.Dialect(), r.scenario.Gangs)
+	if err != nil {
+		return nil, fmt.Errorf("warm round: %w", err)
+	}
+	want := 0
+	for _, n := range sizes {
+		want += n
+	}
+	bound, err := waitPods(ctx, c, r.opts.RunTimeout, func(_, bound int) bool { return bound == want })
+	if err != nil {
+		return nil, fmt.Errorf("warm round: %d of %d pods bound: %w", bound, want, err)
+	}
+	w := &report.WarmRound{Pods: bound, Makespan: time.Since(start)}
+	waitCycles(ctx, proc, r.opts.Trailing)
+	after, err := scrape(ctx, metrics)
+	if err != nil {
+		return nil, fmt.Errorf("warm round: %w", err)
+	}
+	w.Counters = troupeCounters(after)
+	for k, v := range troupeCounters(before) {
+		w.Counters[k] -= v
+	}
+	r.logf("  warm round: %d pods bound in %v; decision time %v per pod, CPU %v per pod", w.Pods, w.Makespan.Round(time.Millisecond), w.DecisionPerPod(), w.DecisionCPUPerPod())
+	return w, nil
+}
+
+// waitPods lists the run's pods every podPoll until done says, of how
+// many there are and how many are bound, that the wait is over, for at
+// most timeout. It returns the last count of bound pods.
+func waitPods(ctx context.Context, c *cluster, timeout time.Duration, done func(pods, bound int) bool) (int, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		pods, err := c.clientset.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return 0, err
+		}
+		bound := 0
+		for i := range pods.Items {
+			if pods.Items[i].Spec.NodeName != "" {
+				bound++
+			}
+		}
+		switch {
+		case done(len(pods.Items), bound):
+			return bound, nil
+		case time.Now().After(deadline):
+			return bound, fmt.Errorf("not done after %v", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return bound, ctx.Err()
+		case <-time.After(podPoll):
+		}
 	}
 }
+
+// podPoll is how often waitPods lists the pods.
+const podPoll = 50 * time.Millisecond
 
 // sampled is what the samples gathered.
 type sampled struct {

@@ -32,18 +32,23 @@ func createNodes(ctx context.Context, c *cluster, s scenario.Scenario) error {
 	})
 }
 
-// createGangs creates the namespace and every gang of the scenario in the
-// placer's dialect: each PodGroup through the backend's own SyncPodGroup,
-// then its pods. It returns each gang's size.
-func createGangs(ctx context.Context, c *cluster, s scenario.Scenario, dialect placer.Dialect) (map[string]int, error) {
+// createNamespace creates the namespace of the gangs.
+func createNamespace(ctx context.Context, c *cluster) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if err := c.client.Create(ctx, ns); err != nil {
-		return nil, fmt.Errorf("create namespace %s: %w", namespace, err)
+		return fmt.Errorf("create namespace %s: %w", namespace, err)
 	}
+	return nil
+}
+
+// createGangs creates the scenario's gangs, numbered from first, in the
+// placer's dialect: each PodGroup through the backend's own SyncPodGroup,
+// then its pods. It returns each gang's size.
+func createGangs(ctx context.Context, c *cluster, s scenario.Scenario, dialect placer.Dialect, first int) (map[string]int, error) {
 	sizes := map[string]int{}
 	gangs := make([]scenario.Gang, s.Gangs)
 	for i := range s.Gangs {
-		gangs[i] = s.Gang(i, namespace, dialect)
+		gangs[i] = s.Gang(first+i, namespace, dialect)
 		sizes[gangs[i].Name] = len(gangs[i].Pods)
 	}
 	err := inParallel(ctx, gangs, func(ctx context.Context, gang scenario.Gang) error {

@@ -127,7 +127,7 @@ func open(ssn *framework.Session) *state {
 	// The cluster the queues share: every node, less what pods of no queue
 	// hold.
 	s.total = ssn.TotalAllocatable()
-	for _, n := range ssn.NodeList {
+	for _, n := range ssn.NodesTaken() {
 		for _, t := range n.Tasks {
 			if s.queueOfTask(t) == nil {
 				s.total.Sub(&t.Resreq)

@@ -26,9 +26,9 @@ const (
 	// FlatCycleGoal is the most the mean cycle time may grow from the
 	// smallest backlog to the largest in S3 and still count as flat.
 	FlatCycleGoal = 1.5
-	// NodeCostGoal is the most Troupe's CPU per pod may grow from S4 to
-	// S4x4 (four times the nodes) and still count as independent of the
-	// node count.
+	// NodeCostGoal is the most Troupe's decision CPU per pod in S4's
+	// warm round may grow from S4 to S4x4 (four times the nodes) and
+	// still count as independent of the node count.
 	NodeCostGoal = 1.25
 )
 
@@ -217,18 +217,25 @@ func flatCycles(ix index) Verdict {
 	return v
 }
 
+// nodeIndependent judges S4's warm round, where the scheduler has read
+// the cluster already: what a pod costs it. The first round also reads
+// every node once, a cost per node, not per pod; the detail shows it. CPU
+// time rather than wall-clock time, because the warm round's pods arrive
+// while the harness creates them, and on two cores the decisions then
+// wait for a CPU.
 func nodeIndependent(ix index) Verdict {
-	v := Verdict{Goal: fmt.Sprintf("Troupe's cost per pod independent of the node count (decision time per pod, S4x4 / S4 ≤ %.2f×)", NodeCostGoal)}
+	v := Verdict{Goal: fmt.Sprintf("Troupe's cost per pod independent of the node count (S4's warm round: decision CPU time per pod, S4x4 / S4 ≤ %.2f×)", NodeCostGoal)}
 	small, ok1 := ix.get("S4", Troupe)
 	big, ok2 := ix.get("S4x4", Troupe)
-	if !ok1 || !ok2 || small.DecisionPerPod() == 0 {
+	if !ok1 || !ok2 || small.Warm == nil || big.Warm == nil || small.Warm.DecisionCPUPerPod() == 0 {
 		return v
 	}
-	ratio := float64(big.DecisionPerPod()) / float64(small.DecisionPerPod())
+	sw, bw := small.Warm, big.Warm
+	ratio := float64(bw.DecisionCPUPerPod()) / float64(sw.DecisionCPUPerPod())
 	v.Known, v.Met = true, ratio <= NodeCostGoal
-	v.Detail = fmt.Sprintf("%v per pod at %d nodes, %v at %d nodes (%.2f×); CPU per pod while binding %v and %v",
-		round(small.DecisionPerPod()), small.Scenario.Nodes(), round(big.DecisionPerPod()), big.Scenario.Nodes(), ratio,
-		round(small.ActiveCPUPerPod()), round(big.ActiveCPUPerPod()))
+	v.Detail = fmt.Sprintf("%v per pod at %d nodes, %v at %d nodes (%.2f×); wall-clock %v and %v; the first round, which also reads every node once: %v and %v per pod",
+		round(sw.DecisionCPUPerPod()), small.Scenario.Nodes(), round(bw.DecisionCPUPerPod()), big.Scenario.Nodes(), ratio,
+		round(sw.DecisionPerPod()), round(bw.DecisionPerPod()), round(small.DecisionPerPod()), round(big.DecisionPerPod()))
 	return v
 }
 

@@ -41,6 +41,7 @@ func Markdown(w io.Writer, meta Meta, results []Result) {
 	nodeCostTable(w, ix)
 	writesTable(w, results)
 	troupeTable(w, results)
+	warmTable(w, results)
 
 	p("### Goals\n\n| goal | verdict | detail |\n| --- | --- | --- |\n")
 	for _, v := range Goals(results) {
@@ -211,16 +212,35 @@ func troupeTable(w io.Writer, results []Result) {
 		return
 	}
 	fmt.Fprintf(w, "### Where Troupe's time goes\n\nFrom troupe-scheduler's metrics at the end of each run. A cycle is snapshot, actions, binds and status writes.\n\n")
-	fmt.Fprintf(w, "| scenario | cycles | mean cycle | mean decision | decision time/pod | bind latency (mean) | predicate evaluations/pod | status writes | CPU/pod | CPU/pod while binding |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(w, "| scenario | cycles | mean cycle | mean decision | mean snapshot | decision time/pod | decision CPU/pod | bind latency (mean) | predicate evaluations/pod | status writes | CPU/pod | CPU/pod while binding |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range rows {
 		c := r.Counters
 		pods := float64(max(r.Throughput.Pods, 1))
 		cycles := max(c["cycles_total"], 1)
 		bind := secs(c["bind_duration_seconds_sum"] / max(c["bind_duration_seconds_count"], 1))
-		fmt.Fprintf(w, "| %s | %.0f | %v | %v | %v | %v | %.0f | %.0f | %v | %v |\n", r.Scenario.Name, c["cycles_total"],
+		fmt.Fprintf(w, "| %s | %.0f | %v | %v | %v | %v | %v | %v | %.0f | %.0f | %v | %v |\n", r.Scenario.Name, c["cycles_total"],
 			round(secs(c["cycle_duration_seconds_sum"]/cycles)), round(secs(c["decision_duration_seconds_sum"]/cycles)),
-			round(r.DecisionPerPod()), round(bind),
-			c["predicate_evaluations_total"]/pods, c["status_writes_total"], round(r.CPUPerPod()), round(r.ActiveCPUPerPod()))
+			round(secs(c["snapshot_duration_seconds_sum"]/cycles)), round(r.DecisionPerPod()), round(perPod(c["decision_cpu_seconds_total"], r.Throughput.Pods)),
+			round(bind), c["predicate_evaluations_total"]/pods, c["status_writes_total"], round(r.CPUPerPod()), round(r.ActiveCPUPerPod()))
+	}
+	fmt.Fprintln(w)
+}
+
+// warmTable shows Troupe's warm rounds (scenario.Scenario.WarmRound).
+func warmTable(w io.Writer, results []Result) {
+	rows := where(results, func(r Result) bool { return r.Placer == Troupe && r.Err == nil && r.Warm != nil })
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### Troupe's warm rounds\n\nOnce a run is measured, the harness deletes its gangs and creates as many new ones on the same cluster: "+
+		"troupe-scheduler, which has read the cluster already, places them while they are created. Its counters over that round, against the first round's.\n\n")
+	fmt.Fprintf(w, "| scenario | pods | cycles | mean snapshot | decision time/pod | decision CPU/pod | first round: decision time/pod | decision CPU/pod | predicate evaluations/pod | makespan |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, r := range rows {
+		c := r.Warm.Counters
+		fmt.Fprintf(w, "| %s | %d | %.0f | %v | %v | %v | %v | %v | %.0f | %v |\n", r.Scenario.Name, r.Warm.Pods, c["cycles_total"],
+			round(r.Warm.SnapshotPerCycle()), round(r.Warm.DecisionPerPod()), round(r.Warm.DecisionCPUPerPod()),
+			round(r.DecisionPerPod()), round(perPod(r.Counters["decision_cpu_seconds_total"], r.Throughput.Pods)),
+			c["predicate_evaluations_total"]/float64(max(r.Warm.Pods, 1)), round(r.Warm.Makespan))
 	}
 	fmt.Fprintln(w)
 }

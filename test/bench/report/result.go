@@ -42,6 +42,46 @@ type Result struct {
 	// Profile is the top of a CPU profile of the placer over the run, if
 	// one was taken.
 	Profile string
+	// Warm is the scenario's warm round (scenario.Scenario.WarmRound), if
+	// it had one.
+	Warm *WarmRound
+}
+
+// WarmRound is a scenario's gangs placed again, as new gangs, by a placer
+// that had placed them once on the same cluster, and had them deleted.
+type WarmRound struct {
+	// Pods were bound in the round; Makespan is from the first create
+	// to the last bind seen (polled every 50 ms).
+	Pods     int
+	Makespan time.Duration
+	// Counters are the placer's counters over the round (Troupe's
+	// troupe_scheduler_*, as Result.Counters): their growth from just
+	// before the first create to two cycles after the last bind.
+	Counters map[string]float64
+}
+
+// DecisionPerPod is the round's decision time (snapshots and sessions of
+// every cycle in it) per pod bound.
+func (w WarmRound) DecisionPerPod() time.Duration {
+	return perPod(w.Counters["decision_duration_seconds_sum"], w.Pods)
+}
+
+// DecisionCPUPerPod is the round's decision CPU time per pod bound: as
+// DecisionPerPod, without the time the decisions waited for a CPU.
+func (w WarmRound) DecisionCPUPerPod() time.Duration {
+	return perPod(w.Counters["decision_cpu_seconds_total"], w.Pods)
+}
+
+// SnapshotPerCycle is the round's mean snapshot time.
+func (w WarmRound) SnapshotPerCycle() time.Duration {
+	return secs(w.Counters["snapshot_duration_seconds_sum"] / max(w.Counters["snapshot_duration_seconds_count"], 1))
+}
+
+func perPod(seconds float64, pods int) time.Duration {
+	if pods == 0 {
+		return 0
+	}
+	return secs(seconds / float64(pods))
 }
 
 // CycleSample is one second of a run as the placer's metrics saw it.
@@ -76,10 +116,7 @@ func (r Result) ActiveCPUPerPod() time.Duration {
 // troupe_scheduler_decision_duration_seconds), per bound pod; 0 for
 // placers without that metric.
 func (r Result) DecisionPerPod() time.Duration {
-	if r.Throughput.Pods == 0 {
-		return 0
-	}
-	return secs(r.Counters["decision_duration_seconds_sum"] / float64(r.Throughput.Pods))
+	return perPod(r.Counters["decision_duration_seconds_sum"], r.Throughput.Pods)
 }
 
 // ServerCPUPerPod is the CPU time kube-apiserver and etcd spent per bound

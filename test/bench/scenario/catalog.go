@@ -85,7 +85,8 @@ func s3(scale float64, hold time.Duration) Scenario {
 // cluster's nodes have. With nodeFactor 4 the cluster has four times as
 // many nodes, all of them more GPU nodes of the common model: the nodes
 // each pod may use are the same, so a scheduler whose per-pod cost grows
-// with the node count shows it.
+// with the node count shows it. The warm round measures that cost without
+// the one-time reading of the cluster.
 func s4(scale float64, nodeFactor int) Scenario {
 	total := scaled(1000, scale, 5)
 	scarce := scaled(20, scale, 1)
@@ -103,6 +104,7 @@ func s4(scale float64, nodeFactor int) Scenario {
 		Gangs: max(fit*9/10, 1), Kind: kubeflowv1.PyTorchJobKind,
 		Roles:       pytorchRoles(workers, gpus, map[string]string{ModelLabel: "H100"}),
 		MustBindAll: true,
+		WarmRound:   true,
 	}
 	if nodeFactor > 1 {
 		s.Name = "S4x4"

@@ -74,6 +74,14 @@ type Scenario struct {
 	// pods and PodGroup that long after its last pod is bound, so that a
 	// backlog drains (S3).
 	Hold time.Duration
+	// WarmRound asks for a second round on the same cluster, for placers
+	// that count their own work (Troupe): once the run is measured, the
+	// harness deletes the gangs, creates as many new ones and reads the
+	// placer's counters over their placing. The first round's cost
+	// includes reading a cluster the placer has never seen, once per
+	// node; the warm round's is what a pod costs a scheduler that has
+	// been running (S4).
+	WarmRound bool
 	// MustBindAll says that every gang fits, so a run that leaves one
 	// unbound failed. The quality check (Q) can strand gangs by bad
 	// placement; its unbound gangs are a result, not a harness failure.

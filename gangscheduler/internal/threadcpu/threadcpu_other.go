@@ -1,0 +1,7 @@
+//go:build !linux
+
+package threadcpu
+
+import "time"
+
+func now() (time.Duration, bool) { return 0, false }
