@@ -104,4 +104,19 @@ var _ = Describe("a run", func() {
 		Expect(doc).To(ContainSubstring("Machine: "))
 		Expect(stdout.String()).To(ContainSubstring("### S1: many small gangs"))
 	}, SpecTimeout(2*time.Minute))
+
+	It("with --repeat, runs each scenario that many times and shows the median run beside the range", func(ctx context.Context) {
+		opts := smokeOptions(GinkgoT().TempDir())
+		opts.Scenarios = "S1"
+		opts.Repeat = 2
+		var stdout strings.Builder
+
+		Expect(Run(ctx, opts, &stdout, GinkgoWriter)).To(Succeed())
+
+		Expect(filepath.Join(opts.WorkDir, "S1-null-1")).To(BeADirectory())
+		Expect(filepath.Join(opts.WorkDir, "S1-null-2")).To(BeADirectory())
+		Expect(stdout.String()).To(ContainSubstring("ran each scenario 2 times"))
+		Expect(stdout.String()).To(MatchRegexp(`\| null \| ([0-9]+) \([0-9]+–[0-9]+\) \|`))
+		Expect(strings.Count(stdout.String(), "| null |")).To(Equal(2), "one row in the scenario's table, one in the writes table")
+	}, SpecTimeout(2*time.Minute))
 })

@@ -67,22 +67,36 @@ func Run(ctx context.Context, opts *Options, stdout, log io.Writer) error {
 		return err
 	}
 	meta := report.Meta{Command: opts.Command, Date: time.Now(), Settings: settings(opts)}
-	var results []report.Result
+	var all, shown []report.Result
 	for _, s := range opts.ScenarioList() {
-		for _, p := range placers {
-			if ctx.Err() != nil {
-				return ctx.Err()
+		runs := make([][]report.Result, len(placers))
+		// The placers take turns, so that a slow minute of this shared
+		// machine falls on all of them alike.
+		for rep := range opts.Repeat {
+			for i, p := range placers {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				name, label := s.Name+"-"+p.Name(), ""
+				if opts.Repeat > 1 {
+					name += fmt.Sprintf("-%d", rep+1)
+					label = fmt.Sprintf(" (run %d of %d)", rep+1, opts.Repeat)
+				}
+				fmt.Fprintf(log, "== %s (%s) with %s%s\n", s.Name, s.Title, p.Name(), label)
+				r := (&run{opts: opts, scenario: s, placer: p, dir: filepath.Join(opts.WorkDir, name), log: log}).do(ctx)
+				fmt.Fprintf(log, "  %s\n", summary(r))
+				runs[i] = append(runs[i], r)
+				all = append(all, r)
 			}
-			fmt.Fprintf(log, "== %s (%s) with %s\n", s.Name, s.Title, p.Name())
-			r := (&run{opts: opts, scenario: s, placer: p, dir: filepath.Join(opts.WorkDir, s.Name+"-"+p.Name()), log: log}).do(ctx)
-			fmt.Fprintf(log, "  %s\n", summary(r))
-			results = append(results, r)
+		}
+		for _, r := range runs {
+			shown = append(shown, report.Median(r))
 		}
 	}
 	meta.Machine = machineFacts()
 
 	var out strings.Builder
-	report.Markdown(&out, meta, results)
+	report.Markdown(&out, meta, shown)
 	fmt.Fprint(stdout, out.String())
 	if opts.Out != "" {
 		if err := report.UpdateFile(opts.Out, out.String()); err != nil {
@@ -90,7 +104,7 @@ func Run(ctx context.Context, opts *Options, stdout, log io.Writer) error {
 		}
 		fmt.Fprintf(log, "results written to %s\n", opts.Out)
 	}
-	return verdict(opts, results, log)
+	return verdict(opts, all, log)
 }
 
 // verdict fails on a run that could not be measured and, with --check, on
@@ -160,6 +174,14 @@ func settings(o *Options) []string {
 		fmt.Sprintf("Every placer: client QPS %v, burst %d; %d binds in flight for the null binder and troupe-scheduler.", o.QPS, o.Burst, o.BindWorkers),
 		fmt.Sprintf("Scale %v of the reference point; S3's gangs run %v; a run ends when every gang was bound whole, after %v without a bind, or after %v.", o.Scale, o.Hold, o.Settle, o.RunTimeout),
 		"Each placer gets a fresh kube-apiserver and etcd per scenario; the clock starts when the placer's process starts, after every node, PodGroup and pod exists.",
+		repeats(o.Repeat),
 		fmt.Sprintf("CPU time and API writes are counted from the start until the API server has had no write for %v after the run, at most %v after it.", quietWrites, o.Trailing),
 	}
+}
+
+func repeats(n int) string {
+	if n == 1 {
+		return "Each placer ran each scenario once."
+	}
+	return fmt.Sprintf("Each placer ran each scenario %d times, the placers taking turns; every figure is from each placer's run of median mean pods/s, beside the range of the means.", n)
 }

@@ -46,6 +46,9 @@ type Options struct {
 	// Client are every placer's client settings.
 	nullbinder.Client
 
+	// Repeat is how many times each placer runs each scenario.
+	Repeat int
+
 	RunTimeout time.Duration
 	Settle     time.Duration
 	// Trailing is the longest its placer's CPU time and API writes are
@@ -75,6 +78,7 @@ func NewOptions() *Options {
 		Scale:      1,
 		Hold:       5 * time.Second,
 		Client:     nullbinder.Client{QPS: 1000, Burst: 1000, BindWorkers: 16},
+		Repeat:     1,
 		RunTimeout: 5 * time.Minute,
 		Settle:     15 * time.Second,
 		Trailing:   10 * time.Second,
@@ -96,6 +100,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	// Every placer's: the null binder and troupe-scheduler take all
 	// three, the peers QPS and burst.
 	o.Client.BindFlags(fs)
+	fs.IntVar(&o.Repeat, "repeat", o.Repeat, "Run each scenario this many times with every placer, the placers taking turns; the report shows each placer's run of median mean pods/s, and the range.")
 	fs.DurationVar(&o.RunTimeout, "run-timeout", o.RunTimeout, "Longest a placer gets on one scenario.")
 	fs.DurationVar(&o.Settle, "settle", o.Settle, "A run ends when no pod was bound for this long (a placer that cannot place the rest).")
 	fs.DurationVar(&o.Trailing, "trailing", o.Trailing, "After a run, its placer's CPU time and API writes are counted until the API server has had no write for 1s, at most this long (status writes and events just after the last bind are the placer's work too).")
@@ -147,6 +152,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--hold: must be greater than 0, got %v", o.Hold))
 	}
 	errs = append(errs, o.Client.Validate()...)
+	if o.Repeat < 1 || o.Repeat > 9 {
+		errs = append(errs, fmt.Errorf("--repeat: must be from 1 to 9, got %d", o.Repeat))
+	}
 	if o.RunTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--run-timeout: must be greater than 0, got %v", o.RunTimeout))
 	}

@@ -53,10 +53,10 @@ func TestOptionsValidate(t *testing.T) {
 		},
 		{
 			name: "numbers out of range, all reported",
-			args: append([]string{"--scale=0", "--hold=0s", "--kube-api-qps=0", "--kube-api-burst=0", "--bind-workers=0", "--run-timeout=0s", "--settle=0s", "--trailing=-1s"}, binaries...),
+			args: append([]string{"--scale=0", "--hold=0s", "--kube-api-qps=0", "--kube-api-burst=0", "--bind-workers=0", "--run-timeout=0s", "--settle=0s", "--trailing=-1s", "--repeat=0"}, binaries...),
 			wantErr: []string{"--scale: must be greater than 0 and at most 10, got 0", "--hold: must be greater than 0", "--kube-api-qps: must be greater than 0",
 				"--kube-api-burst: must be at least 1", "--bind-workers: must be at least 1", "--run-timeout: must be greater than 0", "--settle: must be greater than 0",
-				"--trailing: must not be negative, got -1s"},
+				"--trailing: must not be negative, got -1s", "--repeat: must be from 1 to 9, got 0"},
 		},
 		{
 			name:    "settle longer than the run",

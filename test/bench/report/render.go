@@ -99,11 +99,20 @@ func scenarioTable(w io.Writer, ix index, name string, results []Result) {
 		if hasTroupe && t.Mean > 0 && !isTroupe(r.Placer) {
 			vsTroupe = fmt.Sprintf("%.2f", troupe.Throughput.Mean/t.Mean)
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.0f | %.1f | %v | %v | %v | %.2f | %d | %d | %s | %s |\n",
-			r.Placer, t.Mean, t.P50, t.P90, t.GangsPerSecond, round(t.Makespan), round(t.FirstBind),
+		fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %.1f | %v | %v | %v | %.2f | %d | %d | %s | %s |\n",
+			r.Placer, meanCell(r), t.P50, t.P90, t.GangsPerSecond, round(t.Makespan), round(t.FirstBind),
 			round(r.CPUPerPod()), r.WritesPerPod(), len(r.Partial), len(r.NeverUp), vsNull, vsTroupe)
 	}
 	fmt.Fprintln(w)
+}
+
+// meanCell is a run's mean pods/s, and the range of its runs' means when
+// it stands for several.
+func meanCell(r Result) string {
+	if len(r.Means) < 2 {
+		return fmt.Sprintf("%.0f", r.Throughput.Mean)
+	}
+	return fmt.Sprintf("%.0f (%.0f–%.0f)", r.Throughput.Mean, slices.Min(r.Means), slices.Max(r.Means))
 }
 
 // where are the results that keep says to keep.

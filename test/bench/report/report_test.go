@@ -238,3 +238,32 @@ func TestGoalsShowTheVariant(t *testing.T) {
 		t.Errorf("ahead of peers: %+v", ahead)
 	}
 }
+
+func TestMedian(t *testing.T) {
+	run := func(mean float64, makespan time.Duration) Result { return result("S1", Troupe, mean, makespan) }
+	boom := run(0, 0)
+	boom.Err = errors.New("boom")
+	tests := []struct {
+		name         string
+		runs         []Result
+		wantMakespan time.Duration // identifies the run returned
+		wantErr      bool
+		wantCell     string
+	}{
+		{"one run", []Result{run(900, time.Second)}, time.Second, false, "900"},
+		{"odd: the middle", []Result{run(1100, 1*time.Second), run(700, 2*time.Second), run(900, 3*time.Second)}, 3 * time.Second, false, "900 (700–1100)"},
+		{"even: the lower middle", []Result{run(1100, 1*time.Second), run(700, 2*time.Second), run(900, 3*time.Second), run(1000, 4*time.Second)}, 3 * time.Second, false, "900 (700–1100)"},
+		{"a failure is never hidden", []Result{run(1100, time.Second), boom, run(900, 3*time.Second)}, 0, true, "0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Median(tc.runs)
+			if got.Throughput.Makespan != tc.wantMakespan || (got.Err != nil) != tc.wantErr {
+				t.Errorf("Median = run of makespan %v, error %v; want makespan %v, error %v", got.Throughput.Makespan, got.Err, tc.wantMakespan, tc.wantErr)
+			}
+			if cell := meanCell(got); cell != tc.wantCell {
+				t.Errorf("mean cell %q, want %q", cell, tc.wantCell)
+			}
+		})
+	}
+}

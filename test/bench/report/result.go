@@ -4,6 +4,8 @@
 package report
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/troupe-ml/troupe/test/bench/measure"
@@ -45,6 +47,33 @@ type Result struct {
 	// Warm is the scenario's warm round (scenario.Scenario.WarmRound), if
 	// it had one.
 	Warm *WarmRound
+	// Means are the mean pods/s of every run this result stands for
+	// (Median), in the order they ran; nil for a single run.
+	Means []float64
+}
+
+// Median is the run of runs (one placer's runs of one scenario) with the
+// median mean pods/s, the lower of the two middle ones for an even count,
+// with Means set to every run's mean. A failed run is returned instead,
+// the first, so that a failure is never hidden by the others.
+func Median(runs []Result) Result {
+	if len(runs) == 1 {
+		return runs[0]
+	}
+	for _, r := range runs {
+		if r.Err != nil {
+			return r
+		}
+	}
+	means := make([]float64, len(runs))
+	for i, r := range runs {
+		means[i] = r.Throughput.Mean
+	}
+	sorted := slices.Clone(runs)
+	slices.SortStableFunc(sorted, func(a, b Result) int { return cmp.Compare(a.Throughput.Mean, b.Throughput.Mean) })
+	out := sorted[(len(sorted)-1)/2]
+	out.Means = means
+	return out
 }
 
 // WarmRound is a scenario's gangs placed again, as new gangs, by a placer
