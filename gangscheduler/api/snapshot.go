@@ -108,6 +108,9 @@ type Cluster struct {
 	// Memo, if not nil, carries what NewSnapshot derives from Nodes alone
 	// from one snapshot to the next (see NodeMemo).
 	Memo *NodeMemo
+	// Tasks, if not nil, carries what NewSnapshot derives from each pod
+	// alone from one snapshot to the next (see TaskMemo).
+	Tasks *TaskMemo
 	// NodesUnchanged says that the nodes are the very objects of Memo's
 	// last snapshot, none added, replaced or deleted since (an informer's
 	// handlers know): NewSnapshot then takes them from the memo without
@@ -154,6 +157,8 @@ func NewSnapshot(c Cluster) (*Snapshot, error) {
 		s.Jobs[j.UID] = j
 	}
 	seen := make(map[TaskID]struct{}, len(c.Pods))
+	c.Tasks.begin()
+	defer c.Tasks.end()
 	for _, pod := range c.Pods {
 		if pod.UID == "" {
 			return nil, fmt.Errorf("pod %s/%s has no UID", pod.Namespace, pod.Name)
@@ -171,7 +176,7 @@ func NewSnapshot(c Cluster) (*Snapshot, error) {
 		}
 		var t *TaskInfo
 		if job != nil {
-			t = NewTaskInfo(job.UID, pod)
+			t = c.Tasks.task(job.UID, pod)
 			if err := job.AddTask(t); err != nil {
 				return nil, err
 			}
@@ -179,7 +184,7 @@ func NewSnapshot(c Cluster) (*Snapshot, error) {
 			if pod.Spec.NodeName == "" {
 				continue // another scheduler's pending pod, or a gang not yet known
 			}
-			t = NewTaskInfo("", pod)
+			t = c.Tasks.task("", pod)
 		}
 		if t.NodeName == "" || !t.Status.OccupiesNode() {
 			continue

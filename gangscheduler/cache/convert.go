@@ -40,25 +40,27 @@ type State struct {
 // namespace become that gang's tasks; every other pod only takes room on
 // its node.
 func Build(objs Objects, schedulerName string) (*State, error) {
-	return build(objs, schedulerName, nil)
+	return build(objs, schedulerName, nil, nil)
 }
 
 // Builder builds one cycle's state after another, as Build does, carrying
 // from each to the next what depends on the node objects alone (see
-// api.NodeMemo): a cycle then costs little per node that did not change.
+// api.NodeMemo) and on each pod alone (api.TaskMemo): a cycle then costs
+// little per node or pod that did not change.
 // The zero value (with SchedulerName set) is ready to use. Not safe for
 // concurrent use.
 type Builder struct {
 	SchedulerName string
 	nodes         api.NodeMemo
+	tasks         api.TaskMemo
 }
 
 // Build is Build for the next cycle.
 func (b *Builder) Build(objs Objects) (*State, error) {
-	return build(objs, b.SchedulerName, &b.nodes)
+	return build(objs, b.SchedulerName, &b.nodes, &b.tasks)
 }
 
-func build(objs Objects, schedulerName string, nodes *api.NodeMemo) (*State, error) {
+func build(objs Objects, schedulerName string, nodes *api.NodeMemo, tasks *api.TaskMemo) (*State, error) {
 	prio := NewPriorities(objs.PriorityClasses)
 	st := &State{
 		PodGroups: make(map[api.JobID]*schedulingv1alpha1.PodGroup, len(objs.PodGroups)),
@@ -83,6 +85,7 @@ func build(objs Objects, schedulerName string, nodes *api.NodeMemo) (*State, err
 		Queues: queues,
 		JobOf:  JobOf(schedulerName),
 		Memo:   nodes,
+		Tasks:  tasks,
 
 		NodesUnchanged: objs.NodesUnchanged,
 	})

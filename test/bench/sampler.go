@@ -19,10 +19,11 @@ import (
 
 // Troupe's metrics the harness reads (gangscheduler/metrics).
 const (
-	troupePrefix     = "troupe_scheduler_"
-	troupeCycles     = troupePrefix + "cycles_total"
-	troupeCycleTotal = troupePrefix + "cycle_duration_seconds_sum"
-	troupeDecisions  = troupePrefix + "decision_duration_seconds_sum"
+	troupePrefix      = "troupe_scheduler_"
+	troupeCycles      = troupePrefix + "cycles_total"
+	troupeCycleTotal  = troupePrefix + "cycle_duration_seconds_sum"
+	troupeDecisions   = troupePrefix + "decision_duration_seconds_sum"
+	troupeDecisionCPU = troupePrefix + "decision_cpu_seconds_total"
 )
 
 var httpClient = &http.Client{Timeout: 5 * time.Second}
@@ -56,7 +57,8 @@ func scrape(ctx context.Context, url string) ([]measure.Sample, error) {
 // cycleSample is the cycles run between two scrapes of Troupe's metrics.
 func cycleSample(at time.Duration, backlog int, last, cur []measure.Sample) report.CycleSample {
 	delta := func(name string) float64 { return measure.Sum(cur, name, nil) - measure.Sum(last, name, nil) }
-	return report.CycleSample{At: at, Backlog: backlog, Cycles: delta(troupeCycles), CycleSeconds: delta(troupeCycleTotal), DecisionSeconds: delta(troupeDecisions)}
+	return report.CycleSample{At: at, Backlog: backlog, Cycles: delta(troupeCycles), CycleSeconds: delta(troupeCycleTotal),
+		DecisionSeconds: delta(troupeDecisions), DecisionCPUSeconds: delta(troupeDecisionCPU)}
 }
 
 // troupeCounters are Troupe's own counters, each summed over its labels

@@ -152,9 +152,9 @@ func cycleTable(w io.Writer, ix index) {
 	}
 	fmt.Fprintf(w, "### Troupe's cycle time against S3's backlog\n\nFrom troupe-scheduler's own metrics, scraped every second; the backlog is the pods that exist unbound. "+
 		"The decision is the cycle's snapshot and session; the whole cycle adds its binds and status writes.\n\n")
-	fmt.Fprintf(w, "| backlog (pods) | cycles | mean decision | mean cycle |\n| --- | ---: | ---: | ---: |\n")
+	fmt.Fprintf(w, "| backlog (pods) | cycles | mean decision CPU | mean decision | mean cycle |\n| --- | ---: | ---: | ---: | ---: |\n")
 	for _, b := range buckets {
-		fmt.Fprintf(w, "| %d–%d | %.0f | %v | %v |\n", b.Low, b.High, b.Cycles, round(b.MeanDecision), round(b.Mean))
+		fmt.Fprintf(w, "| %d–%d | %.0f | %v | %v | %v |\n", b.Low, b.High, b.Cycles, round(b.MeanDecisionCPU), round(b.MeanDecision), round(b.Mean))
 	}
 	fmt.Fprintln(w)
 }

@@ -43,10 +43,14 @@ func TestGoals(t *testing.T) {
 	coldOnly := s4(Troupe, "S4x4", 0.11)
 	coldOnly.Warm = nil
 	s3 := result("S3", Troupe, 100, 20*time.Second)
+	// Flat in CPU (10 and 12 ms a decision), whatever the wall-clock time
+	// (30 and 90 ms: the decisions waited for a CPU).
 	s3.Cycles = []CycleSample{
-		{Backlog: 1200, Cycles: 10, CycleSeconds: 1},  // 100ms at the largest backlog
-		{Backlog: 100, Cycles: 10, CycleSeconds: 0.8}, // 80ms at the smallest
+		{Backlog: 1200, Cycles: 10, CycleSeconds: 1, DecisionSeconds: 0.9, DecisionCPUSeconds: 0.12},
+		{Backlog: 100, Cycles: 10, CycleSeconds: 0.8, DecisionSeconds: 0.3, DecisionCPUSeconds: 0.1},
 	}
+	noCPU := result("S3", Troupe, 100, 20*time.Second)
+	noCPU.Cycles = []CycleSample{{Backlog: 1200, Cycles: 10, DecisionSeconds: 0.1}, {Backlog: 100, Cycles: 10, DecisionSeconds: 0.1}}
 	partial := result("S2", Troupe, 100, time.Second)
 	partial.Partial = []string{"s2-0001"}
 	stranded := result("Q", Troupe, 100, time.Second)
@@ -71,7 +75,7 @@ func TestGoals(t *testing.T) {
 			result("S1", Null, 1000, time.Second), result("S1", Troupe, 800, 3*time.Second), result("S1", "volcano", 900, 2*time.Second),
 			partial, s4(Troupe, "S4", 0.1), s4(Troupe, "S4x4", 0.4),
 			{Scenario: catalog()["S3"], Placer: Troupe, Throughput: measure.Throughput{Pods: 10}, Cycles: []CycleSample{
-				{Backlog: 1200, Cycles: 10, CycleSeconds: 5, DecisionSeconds: 0.5}, {Backlog: 100, Cycles: 10, CycleSeconds: 5, DecisionSeconds: 0.1},
+				{Backlog: 1200, Cycles: 10, CycleSeconds: 5, DecisionSeconds: 0.5, DecisionCPUSeconds: 0.4}, {Backlog: 100, Cycles: 10, CycleSeconds: 5, DecisionSeconds: 0.5, DecisionCPUSeconds: 0.1},
 			}},
 		},
 		want: map[string]string{"Troupe at 0.85": "not met", "Troupe ahead": "not met", "zero partial": "not met", "Troupe's cycle": "not met", "Troupe's cost": "not met"},
@@ -83,6 +87,10 @@ func TestGoals(t *testing.T) {
 			stranded, result("Q", "coscheduling", 100, 10*time.Second), failed, result("S2", Troupe, 100, time.Second),
 		},
 		want: map[string]string{"Troupe at 0.85": "not run", "Troupe ahead": "not met", "Troupe's cycle": "not run", "Troupe's cost": "not run"},
+	}, {
+		name:    "no decision CPU time: not judged",
+		results: []Result{noCPU},
+		want:    map[string]string{"Troupe's cycle": "not run"},
 	}, {
 		name:    "a first round without its warm round",
 		results: []Result{s4(Troupe, "S4", 0.1), coldOnly},
@@ -116,16 +124,16 @@ func TestGoals(t *testing.T) {
 
 func TestCycleBuckets(t *testing.T) {
 	samples := []CycleSample{
-		{Backlog: 0, Cycles: 2, CycleSeconds: 0.02, DecisionSeconds: 0.002},
-		{Backlog: 50, Cycles: 2, CycleSeconds: 0.06, DecisionSeconds: 0.006},
-		{Backlog: 399, Cycles: 4, CycleSeconds: 0.4, DecisionSeconds: 0.02},
+		{Backlog: 0, Cycles: 2, CycleSeconds: 0.02, DecisionSeconds: 0.002, DecisionCPUSeconds: 0.001},
+		{Backlog: 50, Cycles: 2, CycleSeconds: 0.06, DecisionSeconds: 0.006, DecisionCPUSeconds: 0.003},
+		{Backlog: 399, Cycles: 4, CycleSeconds: 0.4, DecisionSeconds: 0.02, DecisionCPUSeconds: 0.008},
 		{Backlog: 380, Cycles: 0, CycleSeconds: 0},
 		{Backlog: 210, Cycles: 0, CycleSeconds: 0},
 	}
 	got := CycleBuckets(samples)
 	want := []BacklogBucket{
-		{Low: 0, High: 100, Cycles: 4, Mean: 20 * time.Millisecond, MeanDecision: 2 * time.Millisecond},
-		{Low: 300, High: 400, Cycles: 4, Mean: 100 * time.Millisecond, MeanDecision: 5 * time.Millisecond},
+		{Low: 0, High: 100, Cycles: 4, Mean: 20 * time.Millisecond, MeanDecision: 2 * time.Millisecond, MeanDecisionCPU: time.Millisecond},
+		{Low: 300, High: 400, Cycles: 4, Mean: 100 * time.Millisecond, MeanDecision: 5 * time.Millisecond, MeanDecisionCPU: 2 * time.Millisecond},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("buckets = %+v, want %+v", got, want)

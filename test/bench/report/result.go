@@ -120,9 +120,9 @@ type CycleSample struct {
 	Backlog int
 	// Cycles ran in the second before the sample, taking CycleSeconds
 	// together, DecisionSeconds of which before their API calls (snapshot
-	// and session).
-	Cycles                        float64
-	CycleSeconds, DecisionSeconds float64
+	// and session), using DecisionCPUSeconds of CPU.
+	Cycles                                            float64
+	CycleSeconds, DecisionSeconds, DecisionCPUSeconds float64
 }
 
 // CPUPerPod is the placer's CPU time per bound pod.
