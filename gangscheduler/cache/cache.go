@@ -85,26 +85,20 @@ func New(ctx context.Context, informers ctrlcache.Cache, opts Options) (*Cache, 
 		changed:   make(chan struct{}, 1),
 		builder:   Builder{SchedulerName: opts.SchedulerName},
 	}
-	handler := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.notify() },
-		UpdateFunc: func(any, any) { c.notify() },
-		DeleteFunc: func(any) { c.notify() },
-	}
-	nodeHandler := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.nodeEvents.Add(1); c.notify() },
-		UpdateFunc: func(any, any) { c.nodeEvents.Add(1); c.notify() },
-		DeleteFunc: func(any) { c.nodeEvents.Add(1); c.notify() },
-	}
 	for _, obj := range watched() {
 		inf, err := informers.GetInformer(ctx, obj)
 		if err != nil {
 			return nil, fmt.Errorf("informer for %T: %w", obj, err)
 		}
-		h := handler
+		onEvent := c.notify
 		if _, ok := obj.(*corev1.Node); ok {
-			h = nodeHandler
+			onEvent = func() { c.nodeEvents.Add(1); c.notify() }
 		}
-		if _, err := inf.AddEventHandler(h); err != nil {
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { onEvent() },
+			UpdateFunc: func(any, any) { onEvent() },
+			DeleteFunc: func(any) { onEvent() },
+		}); err != nil {
 			return nil, fmt.Errorf("event handler for %T: %w", obj, err)
 		}
 		if s, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
