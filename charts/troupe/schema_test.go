@@ -94,6 +94,11 @@ var wrongValues = []struct {
 		want: []string{"at '/scheduler/minCyclePeriod'", "'fast' does not match pattern"},
 	},
 	{
+		name: "a grace period that is no duration",
+		args: []string{"--set", "scheduler.partialGangGracePeriod=30sec"},
+		want: []string{"at '/scheduler/partialGangGracePeriod'", "'30sec' does not match pattern"},
+	},
+	{
 		name: "a zero client rate",
 		args: []string{"--set-json", "operator.kubeAPI.qps=0"},
 		want: []string{"at '/operator/kubeAPI/qps': exclusiveMinimum: got 0, want 0"},

@@ -37,6 +37,15 @@ const (
 // framework.Session.EnableAdmission), only admitted jobs are tried. Every
 // task must also fit its queue (framework.Session.Allocatable: the
 // proportion plugin's share and capability), or it is not placed.
+//
+// Partial gangs go first (api.JobInfo.Partial: some members bound or
+// running, the gang not whole, as a failed bind, a scheduler killed in
+// the middle of a commit or a lost member leaves one), in job order,
+// before every queue and every other gang: what their bound members hold
+// is wasted until they are whole, and a gang that waits behind the others
+// in fair-share order (it already holds resources, so its share sorts it
+// last) would hold it for good while newer gangs take what it needs. One
+// that cannot be completed is reclaimed by PartialGangs.
 type Allocate struct{}
 
 // NewAllocate returns the allocate action.
@@ -58,11 +67,37 @@ func (a *Allocate) Execute(ssn *framework.Session) {
 		}
 		return true
 	}
-	walk := newQueueWalk(ssn, noPending, admit)
 	refused := newRefusals()
+	// A partial gang whose queue is gone or closed is left to the walk,
+	// which records why; a closed queue keeps what runs, and PartialGangs
+	// reclaims what cannot be completed.
+	tried := map[*api.JobInfo]bool{}
+	for _, job := range partialFirst(ssn) {
+		if q, ok := ssn.Queues[job.Queue]; ok && q.IsOpen() {
+			tried[job] = true
+			if admit(job) {
+				a.allocateJob(ssn, refused, q, job)
+			}
+		}
+	}
+	skip := func(job *api.JobInfo) bool { return noPending(job) || tried[job] }
+	walk := newQueueWalk(ssn, skip, admit)
 	for queue, job, ok := walk.next(); ok; queue, job, ok = walk.next() {
 		a.allocateJob(ssn, refused, queue, job)
 	}
+}
+
+// partialFirst returns the partial gangs with pending members, in job
+// order: those allocate tries before any other.
+func partialFirst(ssn *framework.Session) []*api.JobInfo {
+	var out []*api.JobInfo
+	for _, job := range ssn.Jobs {
+		if job.HasPendingTasks() && job.Partial() {
+			out = append(out, job)
+		}
+	}
+	slices.SortFunc(out, ssn.JobCompare)
+	return out
 }
 
 // allocateJob tries to place job's pending tasks as one gang, unless a

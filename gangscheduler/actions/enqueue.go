@@ -96,7 +96,7 @@ type enqueuePass struct {
 
 func (p *enqueuePass) consider(job *api.JobInfo) {
 	ssn := p.ssn
-	if job.ValidCount() == 0 {
+	if job.HasNoPods() {
 		p.considerPodless(job, ssn.MinimalNeed(job))
 		return
 	}

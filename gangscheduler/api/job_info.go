@@ -2,7 +2,9 @@ package api
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -30,6 +32,18 @@ type JobInfo struct {
 	// MinResources is the PodGroup's minResources: what the gang needs in
 	// aggregate, for jobs whose pods do not exist yet.
 	MinResources Resource
+
+	// PartialSince is when the gang was first seen partial (Partial), as
+	// its PodGroup's Partial condition recorded it; nil if it was not.
+	// The partial-gang grace period counts from it, across scheduler
+	// restarts.
+	PartialSince *time.Time
+	// RefusedNodes are the nodes where the API server recently refused to
+	// bind a member of this gang (an admission webhook or policy on
+	// pods/binding, say): no member is placed there until the refusal
+	// expires, so that a gang reclaimed for such a refusal is placed whole
+	// elsewhere rather than on the same node again. Nil for none.
+	RefusedNodes map[string]bool
 
 	Tasks map[TaskID]*TaskInfo
 }
@@ -135,16 +149,19 @@ func (j *JobInfo) PendingTasks() []*TaskInfo {
 			tasks = append(tasks, t)
 		}
 	}
-	slices.SortFunc(tasks, func(l, r *TaskInfo) int {
-		switch {
-		case TaskLess(l, r):
-			return -1
-		case TaskLess(r, l):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(tasks, compareTasks)
 	return tasks
+}
+
+// compareTasks is TaskLess as a three-way comparison.
+func compareTasks(l, r *TaskInfo) int {
+	switch {
+	case TaskLess(l, r):
+		return -1
+	case TaskLess(r, l):
+		return 1
+	}
+	return 0
 }
 
 // HasPendingTasks reports whether any task waits for a node.
@@ -155,4 +172,135 @@ func (j *JobInfo) HasPendingTasks() bool {
 		}
 	}
 	return false
+}
+
+// GatedTasks returns the tasks held back by scheduling gates, in TaskLess
+// order.
+func (j *JobInfo) GatedTasks() []*TaskInfo {
+	var tasks []*TaskInfo
+	for _, t := range j.Tasks {
+		if t.Status == Gated {
+			tasks = append(tasks, t)
+		}
+	}
+	slices.SortFunc(tasks, compareTasks)
+	return tasks
+}
+
+// GatedCount is the number of gated tasks.
+func (j *JobInfo) GatedCount() int32 {
+	var n int32
+	for _, t := range j.Tasks {
+		if t.Status == Gated {
+			n++
+		}
+	}
+	return n
+}
+
+// HasNoPods reports whether the gang has no pod that counts, could count,
+// or waits for its gates: its controller has not created them yet (or
+// every one has terminated). Such a gang is admitted on its MinResources.
+func (j *JobInfo) HasNoPods() bool {
+	return j.ValidCount() == 0 && j.GatedCount() == 0
+}
+
+// HoldsNodes reports whether some task of the gang is bound to a node or
+// runs there (Bound or Running; Allocated ones are this session's own
+// placements, Releasing ones are leaving).
+func (j *JobInfo) HoldsNodes() bool {
+	for _, t := range j.Tasks {
+		if t.Status == Bound || t.Status == Running {
+			return true
+		}
+	}
+	return false
+}
+
+// Whole reports whether the gang's members that are placed, bound,
+// running or done (Succeeded) meet MinMember and every MinTaskMember. It
+// differs from IsReady in counting members that completed: a gang whose
+// first workers have finished while the others still run is whole, not
+// broken.
+func (j *JobInfo) Whole() bool {
+	count := func(s TaskStatus) bool { return s.CountsTowardReady() || s == Succeeded }
+	var n int32
+	for _, t := range j.Tasks {
+		if count(t.Status) {
+			n++
+		}
+	}
+	if n < j.MinMember {
+		return false
+	}
+	if len(j.MinTaskMember) == 0 {
+		return true
+	}
+	byRole := j.countByRole(count)
+	for role, min := range j.MinTaskMember {
+		if byRole[role] < min {
+			return false
+		}
+	}
+	return true
+}
+
+// Partial reports whether some members of the gang hold nodes but the gang
+// is not whole: the state all-or-nothing forbids to last. A commit that
+// lost some of its binds, a scheduler killed in the middle of one, a
+// member deleted or preempted while the others run: each leaves the gang
+// partial until it is completed or its members are reclaimed.
+func (j *JobInfo) Partial() bool {
+	return j.HoldsNodes() && !j.Whole()
+}
+
+// Done reports whether the gang has run its course as the PodGroup status
+// counts it: Finished (no member left alive and at least MinMember
+// succeeded) or Failed (some member failed and fewer than MinMember can
+// still succeed: those that did, and those pending, gated, bound or
+// running). Its controller decides what follows; the scheduler neither
+// completes nor reclaims it.
+func (j *JobInfo) Done() bool {
+	var live, succeeded, failed, possible int32
+	for _, t := range j.Tasks {
+		switch t.Status {
+		case Succeeded:
+			succeeded++
+			continue
+		case Failed:
+			failed++
+			continue
+		}
+		live++
+		if t.Status.CanBecomeReady() || t.Status == Gated {
+			possible++
+		}
+	}
+	finished := len(j.Tasks) > 0 && live == 0 && succeeded >= j.MinMember
+	return finished || failed > 0 && succeeded+possible < j.MinMember
+}
+
+// MemberSummary says how far the gang is from whole, for people: "3 of
+// minMember 5 members bound, running or done (Worker: 2 of minTaskMember
+// 4)". Allocated tasks (this session's placements) are not counted.
+func (j *JobInfo) MemberSummary() string {
+	var n int32
+	byRole := map[string]int32{}
+	for _, t := range j.Tasks {
+		if t.Status == Bound || t.Status == Running || t.Status == Succeeded {
+			n++
+			byRole[t.Role]++
+		}
+	}
+	s := fmt.Sprintf("%d of minMember %d members bound, running or done", n, j.MinMember)
+	var short []string
+	for _, role := range slices.Sorted(maps.Keys(j.MinTaskMember)) {
+		if min := j.MinTaskMember[role]; byRole[role] < min {
+			short = append(short, fmt.Sprintf("%s: %d of minTaskMember %d", role, byRole[role], min))
+		}
+	}
+	if len(short) > 0 {
+		s += " (" + strings.Join(short, ", ") + ")"
+	}
+	return s
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -43,6 +44,11 @@ type Snapshot struct {
 	NodeList []*NodeInfo
 	Jobs     map[JobID]*JobInfo
 	Queues   map[QueueID]*QueueInfo
+	// Now is the time the decisions are made at: what time-dependent rules
+	// (the partial-gang grace period) compare against, so that a session
+	// stays a function of its snapshot. The scheduler sets it when the
+	// cycle starts.
+	Now time.Time
 
 	// total is the sum of the nodes' allocatable; read-only (it may be a
 	// NodeMemo's).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
@@ -43,6 +44,16 @@ type TaskInfo struct {
 	NodeName string
 	Status   TaskStatus
 
+	// Preempted says the pod carries a DisruptionTarget condition with
+	// reason PreemptionByScheduler: some scheduler (this one or another)
+	// decided to delete it to make room. Its gang is being preempted.
+	Preempted bool
+	// Controlled says the pod has a controller (an ownerReference with
+	// controller set) that recreates it if it is deleted. The scheduler
+	// never deletes a pod without one to reclaim a partial gang: nothing
+	// would bring it back.
+	Controlled bool
+
 	// RequiredAffinity is the parsed nodeSelector plus required node
 	// affinity. Parsing builds label selectors, so it is done once per task,
 	// not once per node.
@@ -74,6 +85,8 @@ func NewTaskInfo(job JobID, pod *corev1.Pod) *TaskInfo {
 		CreationTimestamp: pod.CreationTimestamp.Time,
 		NodeName:          pod.Spec.NodeName,
 		Status:            statusOf(pod),
+		Preempted:         preempted(pod),
+		Controlled:        metav1.GetControllerOfNoCopy(pod) != nil,
 	}
 	for _, name := range t.Resreq.ScalarNames() {
 		t.ScalarRequests = append(t.ScalarRequests, ScalarQuantity{Name: name, Value: t.Resreq.Scalars[name]})
@@ -148,12 +161,28 @@ func statusOf(pod *corev1.Pod) TaskStatus {
 		return Releasing
 	}
 	if pod.Spec.NodeName == "" {
+		if len(pod.Spec.SchedulingGates) > 0 {
+			return Gated
+		}
 		return Pending
 	}
 	if pod.Status.Phase == corev1.PodRunning {
 		return Running
 	}
 	return Bound
+}
+
+// preempted reports whether a scheduler marked the pod for deletion by
+// preemption, as kube-scheduler and this scheduler do before they delete
+// a victim (the DisruptionTarget condition, reason PreemptionByScheduler).
+func preempted(pod *corev1.Pod) bool {
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		if c.Type == corev1.DisruptionTarget {
+			return c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler
+		}
+	}
+	return false
 }
 
 // hostPorts lists the host ports a pod binds, as kube-scheduler's NodePorts

@@ -40,9 +40,14 @@ const (
 	// Releasing: the pod is being deleted but still holds its node's
 	// resources until it is gone.
 	Releasing
+	// Gated: not on a node, and spec.schedulingGates is not empty. The API
+	// server refuses to bind such a pod, so no action places it, and it
+	// does not count toward its gang's minimum until its last gate is
+	// removed (gates can only be removed after creation, never added).
+	Gated
 )
 
-var taskStatusNames = [...]string{"Pending", "Allocated", "Bound", "Running", "Succeeded", "Failed", "Releasing"}
+var taskStatusNames = [...]string{"Pending", "Allocated", "Bound", "Running", "Succeeded", "Failed", "Releasing", "Gated"}
 
 func (s TaskStatus) String() string {
 	if s < 0 || int(s) >= len(taskStatusNames) {

@@ -36,13 +36,16 @@ import (
 // The scheduler's permissions, generated into config/rbac/scheduler by
 // `make generate`; least privilege: it reads what it schedules over,
 // binds pods, deletes the pods that preemption evicts (only with the
-// preempt action configured), writes the status of PodGroups and Queues,
+// preempt action configured) and the members of partial gangs it reclaims,
+// marking each first with a DisruptionTarget condition (pods/status),
+// writes the status of PodGroups and Queues,
 // creates the default Queue, records events and holds its leader Lease. It
 // never changes a pod, node or PodGroup spec.
 //
 // +kubebuilder:rbac:groups="",resources=nodes;pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=delete
 // +kubebuilder:rbac:groups="",resources=pods/binding,verbs=create
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.troupe.dev,resources=podgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.troupe.dev,resources=queues,verbs=get;list;watch;create
@@ -148,7 +151,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 		return err
 	}
 	defer stopEvents()
-	var binderOpts []binder.Option
+	binderOpts := []binder.Option{binder.WithSchedulerName(opts.SchedulerName)}
 	if !opts.PodScheduledEvents {
 		binderOpts = append(binderOpts, binder.WithoutScheduledEvents())
 	}
@@ -156,12 +159,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 		binder.New(mgr.GetClient(), recorder, opts.BindWorkers, binderOpts...),
 		status.NewWriter(mgr.GetClient(), recorder, opts.BindWorkers),
 		scheduler.Options{
-			Actions:        acts,
-			Plugins:        plugs,
-			MinCyclePeriod: opts.MinCyclePeriod,
-			MaxIdlePeriod:  opts.MaxIdlePeriod,
-			EventGate:      gate,
-			Log:            ctrl.Log.WithName("scheduler"),
+			Actions:          acts,
+			Plugins:          plugs,
+			MinCyclePeriod:   opts.MinCyclePeriod,
+			MaxIdlePeriod:    opts.MaxIdlePeriod,
+			EventGate:        gate,
+			PartialGangGrace: opts.PartialGangGrace,
+			Log:              ctrl.Log.WithName("scheduler"),
 		})
 	if err := mgr.Add(sched); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/troupe-ml/troupe/gangscheduler/actions"
 	"github.com/troupe-ml/troupe/gangscheduler/config"
 	"github.com/troupe-ml/troupe/gangscheduler/scheduler"
 )
@@ -35,6 +36,7 @@ type Options struct {
 	PodScheduledEvents      bool
 	MinCyclePeriod          time.Duration
 	MaxIdlePeriod           time.Duration
+	PartialGangGrace        time.Duration
 
 	// Config is the parsed --config file (the default without one); set
 	// by ParseFlags.
@@ -55,6 +57,7 @@ func NewOptions() *Options {
 		PodScheduledEvents:     true,
 		MinCyclePeriod:         scheduler.DefaultMinCyclePeriod,
 		MaxIdlePeriod:          scheduler.DefaultMaxIdlePeriod,
+		PartialGangGrace:       actions.DefaultPartialGangGrace,
 	}
 }
 
@@ -75,6 +78,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.PodScheduledEvents, "pod-scheduled-events", o.PodScheduledEvents, "Record a Scheduled event on every pod bound, as kube-scheduler does. Each is one more API write per pod; false keeps the gang's one Scheduled event on its PodGroup (failed binds are recorded on their pods either way).")
 	fs.DurationVar(&o.MinCyclePeriod, "min-cycle-period", o.MinCyclePeriod, "Least time between the starts of two scheduling cycles; changes that arrive meanwhile are handled together.")
 	fs.DurationVar(&o.MaxIdlePeriod, "max-idle-period", o.MaxIdlePeriod, "Most time between two cycles when nothing changes (schedule timeouts still fall due).")
+	fs.DurationVar(&o.PartialGangGrace, "partial-gang-grace-period", o.PartialGangGrace, "How long a gang may stay partial (some members bound, the gang not whole: a bind refused, a member lost, a commit interrupted) before the scheduler deletes its members on nodes for their controller to recreate; it completes such a gang first of all meanwhile. 0 reclaims in the first cycle that cannot complete it.")
 }
 
 // Validate reports every invalid option, naming the flag and what it
@@ -103,6 +107,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MinCyclePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--min-cycle-period: must not be negative, got %v", o.MinCyclePeriod))
+	}
+	if o.PartialGangGrace < 0 {
+		errs = append(errs, fmt.Errorf("--partial-gang-grace-period: must not be negative, got %v", o.PartialGangGrace))
 	}
 	if o.MaxIdlePeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--max-idle-period: must be greater than 0, got %v", o.MaxIdlePeriod))

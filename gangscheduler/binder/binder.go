@@ -33,6 +33,18 @@ type Binder struct {
 	workers  int
 	// scheduledEvents records a Scheduled event on every pod bound.
 	scheduledEvents bool
+	// schedulerName opens the messages of the DisruptionTarget conditions
+	// it writes, as kube-scheduler's name opens its own.
+	schedulerName string
+}
+
+// DefaultSchedulerName is the name the binder gives itself without
+// WithSchedulerName.
+const DefaultSchedulerName = "troupe-scheduler"
+
+// WithSchedulerName names the scheduler in the conditions it writes.
+func WithSchedulerName(name string) Option {
+	return func(b *Binder) { b.schedulerName = name }
 }
 
 // Option adjusts a Binder.
@@ -50,7 +62,7 @@ func WithoutScheduledEvents() Option {
 // New returns a binder that writes through c, records an event on every
 // pod it binds or fails to bind, and runs at most workers binds at once.
 func New(c client.Client, recorder events.EventRecorder, workers int, opts ...Option) *Binder {
-	b := &Binder{client: c, recorder: recorder, workers: max(workers, 1), scheduledEvents: true}
+	b := &Binder{client: c, recorder: recorder, workers: max(workers, 1), scheduledEvents: true, schedulerName: DefaultSchedulerName}
 	for _, o := range opts {
 		o(b)
 	}
@@ -65,7 +77,8 @@ func New(c client.Client, recorder events.EventRecorder, workers int, opts ...Op
 // client's rate limiter lets through anyway, without a goroutine per pod.
 // A failed bind does not undo the gang's other binds (kube-batch does the
 // same): those pods keep their nodes and count toward the gang, so the next
-// cycle places only what is missing, and the gang completes.
+// cycle places only what is missing, first of all, and the gang completes;
+// one that cannot be completed is reclaimed (actions.PartialGangs).
 func (b *Binder) Bind(ctx context.Context, decisions []framework.Decision) []error {
 	errs := make([]error, len(decisions))
 	parallel.ForEach(len(decisions), b.workers, func(i int) { errs[i] = b.bind(ctx, decisions[i]) })

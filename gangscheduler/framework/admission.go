@@ -13,7 +13,14 @@ func (ssn *Session) Admit(job *api.JobInfo) {
 }
 
 // IsAdmitted reports whether a job may have tasks allocated: it was admitted
-// before this session (phase Inqueue or later) or by it.
+// before this session (phase Inqueue or later) or by it, or some member
+// is on a node.
+//
+// A gang with a member on a node was admitted by whoever put it there,
+// whatever its phase says: a scheduler killed between its binds and its
+// status write leaves a Pending PodGroup with bound members. Such a gang
+// must be completed (or reclaimed), never sent back to the admission queue
+// holding its nodes.
 //
 // A gang that ran (Running or Unknown) and has no member left on a node was
 // preempted whole or torn down for a restart: its admission is spent, and
@@ -24,15 +31,13 @@ func (ssn *Session) IsAdmitted(job *api.JobInfo) bool {
 	if ssn.admitted[job.UID] {
 		return true
 	}
-	switch job.Phase {
-	case api.JobPending, "":
-		return false
-	case api.JobRunning, api.JobUnknown:
-		for _, t := range job.Tasks {
-			if t.Status.OccupiesNode() {
-				return true
-			}
+	for _, t := range job.Tasks {
+		if t.Status.OccupiesNode() {
+			return true
 		}
+	}
+	switch job.Phase {
+	case api.JobPending, "", api.JobRunning, api.JobUnknown:
 		return false
 	}
 	return true

@@ -7,22 +7,39 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 )
 
-// Eviction is a pod to delete: a committed Statement.Evict. The task is
-// Releasing in the session and still on Node: a deleted pod holds its
-// node's resources until it is gone.
+// Eviction is a pod to delete: a committed Statement.Evict or Reclaim. The
+// task is Releasing in the session and still on Node: a deleted pod holds
+// its node's resources until it is gone.
 type Eviction struct {
 	Task *api.TaskInfo
 	Node string
+	// Cause says why the pod goes: preemption or a partial gang's reclaim.
+	Cause EvictionCause
 	// Reason is for people, e.g. "Preempted by gang ns/name"; the scheduler
 	// puts it on the pod's event.
 	Reason string
 }
 
+// EvictionCause is why the scheduler deletes a pod.
+type EvictionCause int
+
+const (
+	// CausePreemption: the pod's gang makes room for a gang of higher
+	// priority (the preempt action).
+	CausePreemption EvictionCause = iota
+	// CauseReclaim: the pod's gang was left partial and could not be
+	// completed (PartialGangs), or its other members were preempted.
+	CauseReclaim
+)
+
 // evictOp is one tentative eviction: what Discard needs to put it back.
 type evictOp struct {
-	task   *api.TaskInfo
+	task *api.TaskInfo
+	// node is nil for a task on a node the session does not have (deleted
+	// since it was bound): it holds no room the session counts.
 	node   *api.NodeInfo
 	prev   api.TaskStatus
+	cause  EvictionCause
 	reason string
 }
 
@@ -39,6 +56,17 @@ type evictOp struct {
 // same way, so no action later in the session may place anything there.
 // Handlers hear of that as an allocation.
 func (s *Statement) Evict(task *api.TaskInfo, reason string) error {
+	return s.evict(task, CausePreemption, reason)
+}
+
+// Reclaim is Evict for a member of a partial gang (CauseReclaim). Unlike a
+// preemption victim, the task may be bound to a node the session does not
+// have (deleted since): it is deleted all the same, and frees no room.
+func (s *Statement) Reclaim(task *api.TaskInfo, reason string) error {
+	return s.evict(task, CauseReclaim, reason)
+}
+
+func (s *Statement) evict(task *api.TaskInfo, cause EvictionCause, reason string) error {
 	if s.closed {
 		return ErrStatementClosed
 	}
@@ -49,14 +77,20 @@ func (s *Statement) Evict(task *api.TaskInfo, reason string) error {
 		// is Discard's job, not an eviction's.
 		return fmt.Errorf("evict %s: task is %v, not Bound, Running or Releasing", task.Key(), task.Status)
 	}
-	node, ok := s.ssn.Nodes[task.NodeName]
-	if !ok || node.Tasks[task.UID] != task {
+	node, known := s.ssn.Nodes[task.NodeName]
+	switch {
+	case known && node.Tasks[task.UID] != task:
+		return fmt.Errorf("evict %s: not on its node in this session", task.Key())
+	case !known && cause != CauseReclaim:
 		return fmt.Errorf("evict %s: not on a node of this session", task.Key())
+	case known:
+		if err := node.RemoveTask(task); err != nil {
+			return err
+		}
+	default:
+		node = nil
 	}
-	if err := node.RemoveTask(task); err != nil {
-		return err
-	}
-	s.evicts = append(s.evicts, evictOp{task: task, node: node, prev: task.Status, reason: reason})
+	s.evicts = append(s.evicts, evictOp{task: task, node: node, prev: task.Status, cause: cause, reason: reason})
 	task.Status = api.Releasing
 	s.ssn.fireDeallocate(task)
 	return nil
@@ -78,8 +112,10 @@ func (s *Statement) restoreEvictions(commit bool) {
 		op := s.evicts[i]
 		// Evict took the task off this very node, and nothing else puts a
 		// Releasing task back, so this cannot fail.
-		if err := op.node.AddTask(op.task); err != nil {
-			panic(fmt.Sprintf("statement: restore eviction: %v", err))
+		if op.node != nil {
+			if err := op.node.AddTask(op.task); err != nil {
+				panic(fmt.Sprintf("statement: restore eviction: %v", err))
+			}
 		}
 		if !commit {
 			op.task.Status = op.prev
@@ -89,7 +125,7 @@ func (s *Statement) restoreEvictions(commit bool) {
 	if commit {
 		for _, op := range s.evicts {
 			if op.prev != api.Releasing { // already being deleted: nothing to do
-				s.ssn.evictions = append(s.ssn.evictions, Eviction{Task: op.task, Node: op.node.Name, Reason: op.reason})
+				s.ssn.evictions = append(s.ssn.evictions, Eviction{Task: op.task, Node: op.task.NodeName, Cause: op.cause, Reason: op.reason})
 			}
 		}
 	}

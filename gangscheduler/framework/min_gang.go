@@ -76,7 +76,7 @@ func (ssn *Session) MinimalGang(job *api.JobInfo) (tasks []*api.TaskInfo, ok boo
 // its MinResources. The enqueue action admits a job against it, and a
 // queue-share plugin reserves it for jobs admitted but not yet placed.
 func (ssn *Session) MinimalNeed(job *api.JobInfo) api.Resource {
-	if job.ValidCount() == 0 {
+	if job.HasNoPods() {
 		return job.MinResources.Clone()
 	}
 	tasks, ok := ssn.MinimalGang(job)

@@ -35,6 +35,7 @@ type Session struct {
 	evictions     []Eviction
 	unschedulable map[api.JobID]Unschedulable
 	admitted      map[api.JobID]bool
+	partial       map[api.JobID]PartialGang
 
 	// ext holds the queue-share pipeline's extension points (extensions.go).
 	ext extensions
@@ -217,8 +218,14 @@ func (ssn *Session) JobReady(job *api.JobInfo) bool {
 	return true
 }
 
-// JobValid returns why job cannot be scheduled at all, or nil.
+// JobValid returns why job cannot be scheduled at all, or nil. Besides
+// the registered rules, it always refuses a gang that is being preempted
+// while some members still hold nodes (see preemptedStillHeld): that is
+// the all-or-nothing rule, which no configuration may leave out.
 func (ssn *Session) JobValid(job *api.JobInfo) *ValidateResult {
+	if r := preemptedStillHeld(job); r != nil {
+		return r
+	}
 	for _, fn := range ssn.jobValid {
 		if r := fn(job); r != nil {
 			return r

@@ -24,10 +24,12 @@ const (
 // error.
 const StatusGone = "gone"
 
-// Gang states, the values of the gangs gauge's label.
+// Gang states, the values of the gangs gauge's label. A partial gang is
+// also counted as pending.
 const (
 	GangPending   = "pending"
 	GangScheduled = "scheduled"
+	GangPartial   = "partial"
 )
 
 var (
@@ -80,11 +82,21 @@ var (
 		Help: "Bind requests by result (success, error).",
 	}, []string{"result"})
 	// Gangs is the number of gangs by state after the last cycle: pending
-	// (not yet minMember bound) and scheduled (minMember bound or running).
+	// (not yet minMember bound), scheduled (minMember bound or running)
+	// and partial (some members bound, the gang not whole; these are
+	// pending too).
 	Gangs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "gangs",
-		Help: "Gangs after the last cycle by state: pending (not minMember bound yet) or scheduled.",
+		Help: "Gangs after the last cycle by state: pending (not minMember bound yet), scheduled, partial (some members bound, the gang not whole; also counted as pending).",
 	}, []string{"state"})
+	// PartialGangReclaims counts partial gangs whose members on nodes the
+	// scheduler deleted: reason Reclaimed (not completed within the grace
+	// period) or Preempted (the rest of a gang a member of which was
+	// preempted).
+	PartialGangReclaims = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "partial_gang_reclaims_total",
+		Help: "Partial gangs whose bound members the scheduler deleted, by reason: Reclaimed (not completed within the grace period) or Preempted (a member was preempted).",
+	}, []string{"reason"})
 	// PredicateEvaluations counts static predicate evaluations: at most
 	// one per (equivalence class, node) per cycle, however many pods.
 	PredicateEvaluations = prometheus.NewCounter(prometheus.CounterOpts{
@@ -105,5 +117,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(CycleDuration, DecisionDuration, SnapshotDuration, DecisionCPU, Cycles, BindDuration, Binds, Gangs, PredicateEvaluations, Preemptions, StatusWrites)
+	ctrlmetrics.Registry.MustRegister(CycleDuration, DecisionDuration, SnapshotDuration, DecisionCPU, Cycles, BindDuration, Binds, Gangs, PredicateEvaluations, Preemptions, PartialGangReclaims, StatusWrites)
 }

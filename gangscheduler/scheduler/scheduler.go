@@ -51,15 +51,21 @@ type Options struct {
 	// scheduler records wait for it (eventsink.Sink), so that a burst of
 	// binds does not share the API server with its own events.
 	EventGate *eventsink.Gate
-	Log       logr.Logger
+	// PartialGangGrace is how long a gang may stay partial before its
+	// members on nodes are reclaimed (actions.PartialGangs); negative
+	// means actions.DefaultPartialGangGrace.
+	PartialGangGrace time.Duration
+	Log              logr.Logger
 }
 
 // Scheduler runs cycles, triggered by the cache's changes.
 type Scheduler struct {
-	cache  *cache.Cache
-	binder *binder.Binder
-	status *status.Writer
-	opts   Options
+	cache    *cache.Cache
+	binder   *binder.Binder
+	status   *status.Writer
+	opts     Options
+	refusals *bindRefusals
+	now      func() time.Time
 }
 
 // New returns a scheduler over its parts.
@@ -67,7 +73,10 @@ func New(c *cache.Cache, b *binder.Binder, w *status.Writer, opts Options) *Sche
 	if opts.MaxIdlePeriod <= 0 {
 		opts.MaxIdlePeriod = DefaultMaxIdlePeriod
 	}
-	return &Scheduler{cache: c, binder: b, status: w, opts: opts}
+	if opts.PartialGangGrace < 0 {
+		opts.PartialGangGrace = actions.DefaultPartialGangGrace
+	}
+	return &Scheduler{cache: c, binder: b, status: w, opts: opts, refusals: newBindRefusals(BindRefusalTTL), now: time.Now}
 }
 
 // Start runs cycles until ctx ends: one as soon as the cache has synced,
@@ -122,8 +131,9 @@ func (s *Scheduler) RunOnce(ctx context.Context) error {
 		if state, err = s.cache.Snapshot(ctx); err != nil {
 			return
 		}
+		s.stamp(state, start)
 		snapshotted = time.Now()
-		d = decide(state.Snapshot, s.opts.Plugins, s.opts.Actions)
+		d = decide(state.Snapshot, s.opts.Plugins, s.decisionActions())
 		decided = time.Now()
 	})
 	if err != nil {
@@ -135,8 +145,8 @@ func (s *Scheduler) RunOnce(ctx context.Context) error {
 	metrics.PredicateEvaluations.Add(float64(d.stats.PredicateEvaluations))
 
 	release := s.holdEvents()
-	bindErr := s.bind(ctx, d.bindings)
-	evictErr := s.evict(ctx, state, d.evictions)
+	bindErr := s.bind(ctx, state, d.bindings)
+	evictErr := s.evict(ctx, state, d)
 	writeErr := s.writeStatus(ctx, state, d, time.Now())
 	release()
 	if len(d.bindings)+len(d.evictions) > 0 {
@@ -144,6 +154,28 @@ func (s *Scheduler) RunOnce(ctx context.Context) error {
 			"snapshot", snapshotted.Sub(start), "session", decided.Sub(snapshotted))
 	}
 	return errors.Join(bindErr, evictErr, writeErr)
+}
+
+// decisionActions are the configured actions, then PartialGangs, which
+// every cycle runs whatever the configuration says.
+func (s *Scheduler) decisionActions() []framework.Action {
+	return append(slices.Clip(s.opts.Actions), actions.NewPartialGangs(s.opts.PartialGangGrace))
+}
+
+// stamp gives the snapshot what the cycle knows beyond the informers:
+// the time of the decision, when each gang was first seen partial (from
+// what this scheduler last wrote, which the informer may not show yet),
+// and the nodes that refused each gang's binds. The session is then a
+// function of the snapshot alone.
+func (s *Scheduler) stamp(state *cache.State, now time.Time) {
+	snap := state.Snapshot
+	snap.Now = now
+	for id, job := range snap.Jobs {
+		if pg := state.PodGroups[id]; pg != nil {
+			job.PartialSince = status.PartialSince(s.status.OldPodGroupStatus(pg))
+		}
+	}
+	s.refusals.apply(snap.Jobs, now)
 }
 
 // onThread runs decide locked to its OS thread and adds the thread's CPU
@@ -172,6 +204,7 @@ type decision struct {
 	bindings  []framework.Decision
 	evictions []framework.Eviction
 	findings  map[api.JobID]framework.Unschedulable
+	partial   map[api.JobID]framework.PartialGang
 	// diagnoses explain, per role, the resource findings.
 	diagnoses map[api.JobID]string
 	admitted  map[api.JobID]bool
@@ -187,6 +220,7 @@ func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Act
 		bindings:  ssn.Bindings(),
 		evictions: ssn.Evictions(),
 		findings:  ssn.Unschedulable(),
+		partial:   ssn.PartialGangs(),
 		diagnoses: map[api.JobID]string{},
 		admitted:  map[api.JobID]bool{},
 	}
@@ -221,10 +255,17 @@ func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Act
 
 // bind binds the decisions. Each pod is assumed bound first, so that the
 // next snapshot counts it on its node even before the informer shows the
-// bind; a failed bind forgets it, and the next cycle places it again. The
+// bind; a failed bind forgets it, and the next cycle places it again,
+// elsewhere if the API server refused this node (bindRefusals). The
 // tasks are updated to what happened (Bound, or Pending again) for the
 // status that follows.
-func (s *Scheduler) bind(ctx context.Context, decisions []framework.Decision) error {
+//
+// A failed bind does not undo the gang's other binds: undoing is itself
+// API calls that can fail, and the next cycle completes the gang first of
+// all (see actions.Allocate), usually on another node. A gang that cannot
+// be completed is reclaimed after the grace period (actions.PartialGangs);
+// until then its status says it is partial.
+func (s *Scheduler) bind(ctx context.Context, state *cache.State, decisions []framework.Decision) error {
 	if len(decisions) == 0 {
 		return nil
 	}
@@ -236,6 +277,9 @@ func (s *Scheduler) bind(ctx context.Context, decisions []framework.Decision) er
 	for i, d := range decisions {
 		if errs[i] != nil {
 			s.cache.Forget(types.UID(d.Task.UID))
+			if isRefusal(errs[i]) {
+				s.refusals.record(d.Task.Job, d.Node, s.now())
+			}
 			d.Task.Status, d.Task.NodeName = api.Pending, ""
 			failed = append(failed, errs[i])
 			continue
@@ -253,7 +297,8 @@ func (s *Scheduler) bind(ctx context.Context, decisions []framework.Decision) er
 // matters in that a bind should not wait behind deletions. A failed delete
 // is retried by the next cycle, which sees the victim still running and
 // decides again.
-func (s *Scheduler) evict(ctx context.Context, state *cache.State, evictions []framework.Eviction) error {
+func (s *Scheduler) evict(ctx context.Context, state *cache.State, d decision) error {
+	evictions := d.evictions
 	if len(evictions) == 0 {
 		return nil
 	}
@@ -265,15 +310,23 @@ func (s *Scheduler) evict(ctx context.Context, state *cache.State, evictions []f
 	errs := s.binder.Evict(ctx, evictions, state.PodGroups)
 	var failed []error
 	victims := map[api.JobID]bool{}
+	reclaimed := map[api.JobID]bool{}
 	for i, e := range evictions {
 		if errs[i] != nil {
 			s.cache.Forget(types.UID(e.Task.UID))
 			failed = append(failed, errs[i])
 			continue
 		}
-		victims[e.Task.Job] = true
+		if e.Cause == framework.CauseReclaim {
+			reclaimed[e.Task.Job] = true
+		} else {
+			victims[e.Task.Job] = true
+		}
 	}
 	metrics.Preemptions.Add(float64(len(victims)))
+	for _, id := range slices.Sorted(maps.Keys(reclaimed)) {
+		metrics.PartialGangReclaims.WithLabelValues(d.partial[id].Reason).Inc()
+	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d evictions failed, retried next cycle; first: %w", len(failed), len(evictions), failed[0])
 	}
@@ -286,7 +339,7 @@ func (s *Scheduler) writeStatus(ctx context.Context, state *cache.State, d decis
 	var pgWrites []status.PodGroupWrite
 	usage := map[api.QueueID]*status.QueueUsage{}
 	live := map[types.UID]bool{}
-	var pending, scheduled int
+	var pending, scheduled, partial int
 	for id, job := range state.Snapshot.Jobs {
 		pg := state.PodGroups[id]
 		live[pg.UID] = true
@@ -300,6 +353,9 @@ func (s *Scheduler) writeStatus(ctx context.Context, state *cache.State, d decis
 		if f, ok := d.findings[id]; ok {
 			g.Unschedulable = &f
 		}
+		if p, ok := d.partial[id]; ok {
+			g.Partial = &p
+		}
 		u := status.Compute(g, now)
 		w := status.PodGroupWrite{PodGroup: pg, Old: g.Old, Update: u}
 		if u.PodEvent != nil {
@@ -309,6 +365,9 @@ func (s *Scheduler) writeStatus(ctx context.Context, state *cache.State, d decis
 		}
 		pgWrites = append(pgWrites, w)
 
+		if u.Partial {
+			partial++
+		}
 		switch {
 		case u.Scheduled:
 			scheduled++
@@ -322,6 +381,7 @@ func (s *Scheduler) writeStatus(ctx context.Context, state *cache.State, d decis
 	}
 	metrics.Gangs.WithLabelValues(metrics.GangPending).Set(float64(pending))
 	metrics.Gangs.WithLabelValues(metrics.GangScheduled).Set(float64(scheduled))
+	metrics.Gangs.WithLabelValues(metrics.GangPartial).Set(float64(partial))
 
 	var qWrites []status.QueueWrite
 	for name, q := range state.Queues {

@@ -42,6 +42,9 @@ type Gang struct {
 	// Diagnosis explains a resource failure role by role; "" if there is
 	// none. It replaces the record's message, which names only one pod.
 	Diagnosis string
+	// Partial is the session's record for a gang left partial, nil if
+	// none (framework.PartialGang).
+	Partial *framework.PartialGang
 }
 
 // Event is an event to record.
@@ -59,6 +62,28 @@ type Update struct {
 	PodEvent *Event
 	// Scheduled says minMember pods (per role too) are bound or running.
 	Scheduled bool
+	// Partial says the gang is partial after the cycle: some members bound
+	// or running, the gang not whole (the Partial condition is True).
+	Partial bool
+}
+
+// Event reasons of the Partial condition's changes.
+const (
+	ReasonPartialGang = "PartialGang"
+	ReasonReclaimed   = schedulingv1alpha1.PodGroupReasonReclaimed
+	ReasonStuck       = schedulingv1alpha1.PodGroupReasonStuck
+)
+
+// PartialSince is when the gang became partial, as st records it (the
+// Partial condition's lastTransitionTime while it is True); nil if it is
+// not partial.
+func PartialSince(st schedulingv1alpha1.PodGroupStatus) *time.Time {
+	c := meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.PodGroupPartial)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return nil
+	}
+	t := c.LastTransitionTime.Time
+	return &t
 }
 
 // Compute derives a gang's status from its pods and the cycle's findings.
@@ -150,9 +175,40 @@ func Compute(g Gang, now time.Time) Update {
 			cond(schedulingv1alpha1.PodGroupUnschedulable, metav1.ConditionTrue, reason, message)
 		}
 	}
+	u.Partial = partialCondition(g, &st, now)
 	u.Status = st
 	u.Events, u.PodEvent = transitions(old.Conditions, st.Conditions, c, job.MinMember)
 	return u
+}
+
+// partialCondition sets the Partial condition and reports whether the gang
+// is partial:
+//   - with the session's record (framework.PartialGang), its reason and
+//     message, True since the record's time, or False once Reclaimed;
+//   - partial without a record (binds of this cycle failed after the
+//     decision made it whole), True with reason MembersMissing;
+//   - otherwise False with reason Whole if it was True, and left out if
+//     the gang was never partial.
+func partialCondition(g Gang, st *schedulingv1alpha1.PodGroupStatus, now time.Time) bool {
+	set := func(status metav1.ConditionStatus, reason, message string, since time.Time) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: schedulingv1alpha1.PodGroupPartial, Status: status, Reason: reason, Message: message,
+			ObservedGeneration: g.PodGroup.Generation, LastTransitionTime: metav1.NewTime(since),
+		})
+	}
+	partial := g.Job.Partial()
+	switch {
+	case g.Partial != nil && g.Partial.Reason == schedulingv1alpha1.PodGroupReasonReclaimed:
+		set(metav1.ConditionFalse, g.Partial.Reason, g.Partial.Message, now)
+	case g.Partial != nil && partial:
+		set(metav1.ConditionTrue, g.Partial.Reason, g.Partial.Message, g.Partial.Since)
+	case partial:
+		set(metav1.ConditionTrue, schedulingv1alpha1.PodGroupReasonMembersMissing, g.Job.MemberSummary()+
+			"; the missing members are placed first of all, and the members on nodes are deleted if the gang cannot be completed within the partial-gang grace period", now)
+	case meta.IsStatusConditionTrue(st.Conditions, schedulingv1alpha1.PodGroupPartial):
+		set(metav1.ConditionFalse, schedulingv1alpha1.PodGroupReasonWhole, "the gang is whole", now)
+	}
+	return partial
 }
 
 // unschedulable returns the Unschedulable condition's reason and message
@@ -196,6 +252,7 @@ func transitions(before, after []metav1.Condition, c taskCounts, minMember int32
 		events = append(events, Event{corev1.EventTypeNormal, ReasonScheduled,
 			fmt.Sprintf("gang bound: %d pods on nodes (minMember %d)", c.placed, minMember)})
 	}
+	events = append(events, partialTransitions(before, after)...)
 	now := meta.FindStatusCondition(after, schedulingv1alpha1.PodGroupUnschedulable)
 	was := meta.FindStatusCondition(before, schedulingv1alpha1.PodGroupUnschedulable)
 	if now != nil && now.Status == metav1.ConditionTrue &&
@@ -214,11 +271,33 @@ func transitions(before, after []metav1.Condition, c taskCounts, minMember int32
 	return events, podEvent
 }
 
+// partialTransitions returns the Partial condition's events: a Warning
+// when the gang becomes partial, is found stuck, or is reclaimed.
+func partialTransitions(before, after []metav1.Condition) []Event {
+	now := meta.FindStatusCondition(after, schedulingv1alpha1.PodGroupPartial)
+	if now == nil {
+		return nil
+	}
+	was := meta.FindStatusCondition(before, schedulingv1alpha1.PodGroupPartial)
+	if was != nil && was.Status == now.Status && was.Reason == now.Reason {
+		return nil
+	}
+	switch {
+	case now.Reason == schedulingv1alpha1.PodGroupReasonReclaimed:
+		return []Event{{corev1.EventTypeWarning, ReasonReclaimed, now.Message}}
+	case now.Reason == schedulingv1alpha1.PodGroupReasonStuck:
+		return []Event{{corev1.EventTypeWarning, ReasonStuck, now.Message}}
+	case now.Status == metav1.ConditionTrue && (was == nil || was.Status != metav1.ConditionTrue):
+		return []Event{{corev1.EventTypeWarning, ReasonPartialGang, now.Reason + ": " + now.Message}}
+	}
+	return nil
+}
+
 type taskCounts struct {
 	total                      int32
 	placed                     int32 // bound or running: counts toward minMember
 	running, succeeded, failed int32
-	valid                      int32 // pending, bound or running: could still count
+	valid                      int32 // pending, gated, bound or running: could still count
 	live                       int32 // not terminated (terminating pods included)
 }
 
@@ -237,7 +316,7 @@ func countTasks(job *api.JobInfo) taskCounts {
 		if t.Status.CountsTowardReady() {
 			c.placed++
 		}
-		if t.Status.CanBecomeReady() {
+		if t.Status.CanBecomeReady() || t.Status == api.Gated {
 			c.valid++
 		}
 		if t.Status != api.Succeeded && t.Status != api.Failed {

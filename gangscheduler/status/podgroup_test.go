@@ -76,6 +76,10 @@ func condition(ctype string, status metav1.ConditionStatus, reason, message stri
 
 var notEnough = &framework.Unschedulable{Reason: "NotEnoughResources", Message: "no pod could be placed; pod ns/pa: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu."}
 
+// missingMembers ends the Partial condition's message without a session
+// record.
+const missingMembers = "; the missing members are placed first of all, and the members on nodes are deleted if the gang cannot be completed within the partial-gang grace period"
+
 const diagnosis = "Worker (3 pending): 0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
 
 func TestCompute(t *testing.T) {
@@ -217,16 +221,16 @@ func TestCompute(t *testing.T) {
 		{
 			name: "timeout falls due in a cycle without a finding: the last finding is carried",
 			g: Gang{PodGroup: pgWith(func(pg *schedulingv1alpha1.PodGroup) { pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](0) }),
-				Job: gang(3, bound, pending, pending),
+				Job: gang(3, pending, pending, pending),
 				Old: schedulingv1alpha1.PodGroupStatus{Phase: "Pending", ScheduleStartTime: ago(time.Second), Conditions: []metav1.Condition{
 					condition("Unschedulable", "True", "NotEnoughResources", diagnosis),
 				}}},
 			want: schedulingv1alpha1.PodGroupStatus{
-				Phase: "Pending", Admitted: 1, ScheduleStartTime: ago(time.Second),
+				Phase: "Pending", ScheduleStartTime: ago(time.Second),
 				Conditions: []metav1.Condition{
 					{Type: "Unschedulable", Status: "True", Reason: "ScheduleTimeout",
 						Message: "not scheduled within scheduleTimeoutSeconds (0s); still trying. NotEnoughResources: " + diagnosis},
-					{Type: "Scheduled", Status: "False", Reason: "Waiting", Message: "1 of minMember 3 pods bound"},
+					{Type: "Scheduled", Status: "False", Reason: "Waiting", Message: "0 of minMember 3 pods bound"},
 				},
 			},
 			wantEvents: []string{"Warning/ScheduleTimeout"},
@@ -241,8 +245,12 @@ func TestCompute(t *testing.T) {
 			}()},
 			want: schedulingv1alpha1.PodGroupStatus{
 				Phase: "Pending", Admitted: 3, ScheduleStartTime: ago(0),
-				Conditions: []metav1.Condition{{Type: "Scheduled", Status: "False", Reason: "Waiting", Message: "3 of minMember 3 pods bound"}},
+				Conditions: []metav1.Condition{
+					{Type: "Scheduled", Status: "False", Reason: "Waiting", Message: "3 of minMember 3 pods bound"},
+					{Type: "Partial", Status: "True", Reason: "MembersMissing", Message: "3 of minMember 3 members bound, running or done (Master: 0 of minTaskMember 1)" + missingMembers},
+				},
 			},
+			wantEvents: []string{"Warning/PartialGang"},
 		},
 		{
 			name: "a Running gang loses a member: Unknown, and a new attempt starts",
@@ -254,6 +262,99 @@ func TestCompute(t *testing.T) {
 					}}},
 			want: schedulingv1alpha1.PodGroupStatus{
 				Phase: "Unknown", Admitted: 2, Running: 2, ScheduleStartTime: ago(0),
+				Conditions: []metav1.Condition{
+					{Type: "Scheduled", Status: "False", Reason: "Waiting", Message: "2 of minMember 3 pods bound"},
+					{Type: "Unschedulable", Status: "False", Reason: "GangBound"},
+					{Type: "Partial", Status: "True", Reason: "MembersMissing", Message: "2 of minMember 3 members bound, running or done" + missingMembers},
+				},
+			},
+			wantEvents: []string{"Warning/PartialGang"},
+		},
+		{
+			name: "the session's partial record: its reason and message, True since its time",
+			g: Gang{PodGroup: pgWith(nil), Job: gang(3, running, pending, pending),
+				Partial: &framework.PartialGang{Since: now.Add(-time.Hour), Reason: "MembersMissing", Message: "1 of 3, reclaimed at 10:00:30"},
+				Old: schedulingv1alpha1.PodGroupStatus{Phase: "Inqueue", ScheduleStartTime: ago(time.Hour), Conditions: []metav1.Condition{
+					condition("Scheduled", "False", "Waiting", "1 of minMember 3 pods bound"),
+					condition("Partial", "True", "MembersMissing", "1 of 3, reclaimed at 10:00:30"),
+				}}},
+			want: schedulingv1alpha1.PodGroupStatus{
+				Phase: "Inqueue", Admitted: 1, Running: 1, ScheduleStartTime: ago(time.Hour),
+				Conditions: []metav1.Condition{
+					{Type: "Scheduled", Status: "False", Reason: "Waiting", Message: "1 of minMember 3 pods bound"},
+					{Type: "Partial", Status: "True", Reason: "MembersMissing", Message: "1 of 3, reclaimed at 10:00:30"},
+				},
+			},
+		},
+		{
+			name: "stuck: the grace has passed and a member has no controller: Warning Stuck",
+			g: Gang{PodGroup: pgWith(nil), Job: gang(3, running, pending, pending),
+				Partial: &framework.PartialGang{Since: now.Add(-time.Hour), Reason: "Stuck", Message: "pod ns/pa has no controller"},
+				Old: schedulingv1alpha1.PodGroupStatus{Phase: "Inqueue", ScheduleStartTime: ago(time.Hour), Conditions: []metav1.Condition{
+					condition("Scheduled", "False", "Waiting", "1 of minMember 3 pods bound"),
+					condition("Partial", "True", "MembersMissing", "1 of 3"),
+				}}},
+			want: schedulingv1alpha1.PodGroupStatus{
+				Phase: "Inqueue", Admitted: 1, Running: 1, ScheduleStartTime: ago(time.Hour),
+				Conditions: []metav1.Condition{
+					{Type: "Scheduled", Status: "False", Reason: "Waiting", Message: "1 of minMember 3 pods bound"},
+					{Type: "Partial", Status: "True", Reason: "Stuck", Message: "pod ns/pa has no controller"},
+				},
+			},
+			wantEvents: []string{"Warning/Stuck"},
+		},
+		{
+			name: "reclaimed: the members on nodes are being deleted, Partial turns False with the reason",
+			g: Gang{PodGroup: pgWith(nil), Job: func() *api.JobInfo {
+				j := gang(3, running, pending, pending)
+				for _, t := range j.Tasks {
+					if t.Status == api.Running {
+						t.Status = api.Releasing // the session's eviction
+					}
+				}
+				return j
+			}(),
+				Partial: &framework.PartialGang{Since: now.Add(-time.Hour), Reason: "Reclaimed", Message: "Gang ns/pg was partial for 30s"},
+				Old: schedulingv1alpha1.PodGroupStatus{Phase: "Inqueue", ScheduleStartTime: ago(time.Hour), Conditions: []metav1.Condition{
+					condition("Scheduled", "False", "Waiting", "1 of minMember 3 pods bound"),
+					condition("Partial", "True", "MembersMissing", "1 of 3"),
+				}}},
+			want: schedulingv1alpha1.PodGroupStatus{
+				Phase: "Inqueue", ScheduleStartTime: ago(time.Hour),
+				Conditions: []metav1.Condition{
+					{Type: "Scheduled", Status: "False", Reason: "Waiting", Message: "0 of minMember 3 pods bound"},
+					{Type: "Partial", Status: "False", Reason: "Reclaimed", Message: "Gang ns/pg was partial for 30s"},
+				},
+			},
+			wantEvents: []string{"Warning/Reclaimed"},
+		},
+		{
+			name: "completed: a partial gang whole again says so",
+			g: Gang{PodGroup: pgWith(nil), Job: gang(3, running, bound, bound),
+				Old: schedulingv1alpha1.PodGroupStatus{Phase: "Inqueue", ScheduleStartTime: ago(time.Hour), Conditions: []metav1.Condition{
+					condition("Scheduled", "False", "Waiting", "1 of minMember 3 pods bound"),
+					condition("Partial", "True", "MembersMissing", "1 of 3"),
+				}}},
+			want: schedulingv1alpha1.PodGroupStatus{
+				Phase: "Running", Admitted: 3, Running: 1, ScheduleStartTime: ago(time.Hour), ScheduleEndTime: ago(0),
+				Conditions: []metav1.Condition{
+					{Type: "Scheduled", Status: "True", Reason: "GangBound", Message: "3 pods bound or running (minMember 3)"},
+					{Type: "Unschedulable", Status: "False", Reason: "GangBound"},
+					{Type: "Partial", Status: "False", Reason: "Whole", Message: "the gang is whole"},
+				},
+			},
+			wantEvents: []string{"Normal/Scheduled"},
+		},
+		{
+			name: "a gang whose first members finished while the others run is whole, not partial",
+			g: Gang{PodGroup: pgWith(nil), Job: gang(3, succeeded, running, running),
+				Old: schedulingv1alpha1.PodGroupStatus{Phase: "Running", Admitted: 3, Running: 3, ScheduleStartTime: ago(time.Hour), ScheduleEndTime: ago(time.Hour),
+					Conditions: []metav1.Condition{
+						condition("Scheduled", "True", "GangBound", "3 pods bound or running (minMember 3)"),
+						condition("Unschedulable", "False", "GangBound", ""),
+					}}},
+			want: schedulingv1alpha1.PodGroupStatus{
+				Phase: "Unknown", Admitted: 2, Running: 2, Succeeded: 1, ScheduleStartTime: ago(0),
 				Conditions: []metav1.Condition{
 					{Type: "Scheduled", Status: "False", Reason: "Waiting", Message: "2 of minMember 3 pods bound"},
 					{Type: "Unschedulable", Status: "False", Reason: "GangBound"},
@@ -407,3 +508,22 @@ func TestComputeQueue(t *testing.T) {
 }
 
 func mustQ(s string) resource.Quantity { return resource.MustParse(s) }
+
+// PartialSince reads the start of the current partial spell from the
+// Partial condition, so that the grace period survives a scheduler
+// restart; a False or missing condition means not partial.
+func TestPartialSince(t *testing.T) {
+	since := now.Add(-time.Minute)
+	cond := func(status metav1.ConditionStatus) []metav1.Condition {
+		return []metav1.Condition{{Type: "Partial", Status: status, Reason: "MembersMissing", LastTransitionTime: metav1.NewTime(since)}}
+	}
+	if got := PartialSince(schedulingv1alpha1.PodGroupStatus{Conditions: cond(metav1.ConditionTrue)}); got == nil || !got.Equal(since) {
+		t.Errorf("PartialSince(True) = %v, want %v", got, since)
+	}
+	if got := PartialSince(schedulingv1alpha1.PodGroupStatus{Conditions: cond(metav1.ConditionFalse)}); got != nil {
+		t.Errorf("PartialSince(False) = %v, want nil", got)
+	}
+	if got := PartialSince(schedulingv1alpha1.PodGroupStatus{}); got != nil {
+		t.Errorf("PartialSince(no condition) = %v, want nil", got)
+	}
+}

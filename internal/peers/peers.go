@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -34,6 +35,8 @@ type Options struct {
 	// Args are more command-line flags for the scheduler, after the ones
 	// Start sets, so that a flag given again here wins.
 	Args []string
+	// Env are more environment variables for the process, NAME=value.
+	Env []string
 }
 
 func (o Options) validate() []error {
@@ -106,7 +109,7 @@ func start(name, dir string, o Options, args []string) (*Process, error) {
 	cmd.Dir = dir
 	// Volcano serves a log-level socket under $DEBUG_SOCKET_DIR, by default
 	// one fixed folder in /tmp that concurrent schedulers would fight over.
-	cmd.Env = append(os.Environ(), "DEBUG_SOCKET_DIR="+dir)
+	cmd.Env = append(append(os.Environ(), "DEBUG_SOCKET_DIR="+dir), o.Env...)
 	cmd.SysProcAttr = groupProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
@@ -141,6 +144,20 @@ func writeHeader(logf *os.File, dir, binary string, args []string) error {
 	return err
 }
 
+// killed reports whether the process died of SIGKILL (Kill), which Stop
+// does not count as a crash.
+func (p *Process) killed() bool {
+	var exit *exec.ExitError
+	if !errors.As(p.err, &exit) {
+		return false
+	}
+	ws, ok := exit.Sys().(interface {
+		Signaled() bool
+		Signal() syscall.Signal
+	})
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
 // Pid is the scheduler's process id; on Linux also its process group's.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
@@ -149,6 +166,20 @@ func (p *Process) LogFile() string { return p.logFile }
 
 // Done is closed when the process has exited, for whatever reason.
 func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Kill ends the scheduler at once with SIGKILL to its process group, as
+// an OOM kill or a lost node would: no deferred function runs, no request
+// under way is finished, no lease is released. It waits until the process
+// is gone; Stop still removes its configuration afterwards.
+func (p *Process) Kill() error {
+	signalGroup(p.cmd, sigkill)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(stopTimeout):
+		return fmt.Errorf("%s (pid %d) still running %s after SIGKILL", p.name, p.Pid(), stopTimeout)
+	}
+}
 
 // Stop ends the scheduler and everything it started: SIGTERM to its process
 // group, SIGKILL after 10s, then it waits for the process and removes its
@@ -164,7 +195,9 @@ func (p *Process) stop() error {
 	var crashed error
 	select {
 	case <-p.done:
-		crashed = fmt.Errorf("%s (pid %d) exited before Stop: %v; see %s", p.name, p.Pid(), p.err, p.logFile)
+		if !p.killed() {
+			crashed = fmt.Errorf("%s (pid %d) exited before Stop: %v; see %s", p.name, p.Pid(), p.err, p.logFile)
+		}
 	default:
 		signalGroup(p.cmd, sigterm)
 		select {

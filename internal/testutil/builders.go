@@ -79,6 +79,21 @@ func (b *ReplicaBuilder) NodeSelector(k, v string) *ReplicaBuilder {
 	return b
 }
 
+// Gate adds a scheduling gate (spec.schedulingGates) to the pod template,
+// as Kueue and admission controllers do.
+func (b *ReplicaBuilder) Gate(name string) *ReplicaBuilder {
+	t := &b.spec.Template.Spec
+	t.SchedulingGates = append(t.SchedulingGates, corev1.PodSchedulingGate{Name: name})
+	return b
+}
+
+// PodSpec changes the pod template's spec, for placement rules (affinity,
+// topology spread, volumes) that have no method of their own.
+func (b *ReplicaBuilder) PodSpec(mutate func(*corev1.PodSpec)) *ReplicaBuilder {
+	mutate(&b.spec.Template.Spec)
+	return b
+}
+
 // NoReplicas leaves replicas unset, for defaulting tests.
 func (b *ReplicaBuilder) NoReplicas() *ReplicaBuilder {
 	b.spec.Replicas = nil

@@ -65,6 +65,15 @@ const (
 	// PodGroupUnschedulable is True while the scheduler has tried and
 	// failed to place the whole gang; its reason says why.
 	PodGroupUnschedulable = "Unschedulable"
+	// PodGroupPartial is True while some of the gang's members are bound
+	// or running but the gang is not whole (fewer than minMember, or some
+	// role short of its minTaskMember, counting members that succeeded).
+	// Its lastTransitionTime is when that began: the scheduler completes
+	// the gang first of all, and reclaims the bound members (deletes them,
+	// for their controller to recreate) once the partial-gang grace period
+	// has passed since then. It turns False with reason Reclaimed (the
+	// message says why) or Whole.
+	PodGroupPartial = "Partial"
 )
 
 // Reasons of the Scheduled and Unschedulable conditions.
@@ -90,9 +99,35 @@ const (
 	// gangs.
 	PodGroupReasonQueueClosed = "QueueClosed"
 	// PodGroupReasonScheduleTimeout: scheduleTimeoutSeconds passed since
-	// scheduleStartTime without the gang being placed; the members that
-	// held resources were released.
+	// scheduleStartTime without the gang being placed. The scheduler keeps
+	// trying; nothing is held for a gang that is not whole (see Partial).
 	PodGroupReasonScheduleTimeout = "ScheduleTimeout"
+	// PodGroupReasonSchedulingGated (Unschedulable=True): the gang cannot
+	// meet its minimums without pods that still have scheduling gates
+	// (spec.schedulingGates); none of its pods is placed until they are
+	// removed.
+	PodGroupReasonSchedulingGated = "SchedulingGated"
+
+	// PodGroupReasonMembersMissing (Partial=True): some members are bound
+	// or running and the others are not placed yet; the scheduler places
+	// them first of all, and reclaims the gang after the grace period.
+	PodGroupReasonMembersMissing = "MembersMissing"
+	// PodGroupReasonPreempted (Partial=True): a member was preempted; the
+	// scheduler deletes the rest at once, so the gang does not hold half
+	// its nodes.
+	PodGroupReasonPreempted = "Preempted"
+	// PodGroupReasonStuck (Partial=True): the grace period has passed but
+	// a bound member has no controller (no ownerReference with controller
+	// set) to recreate it, so the scheduler does not delete anything: a
+	// person must complete or delete the gang.
+	PodGroupReasonStuck = "Stuck"
+	// PodGroupReasonReclaimed (Partial=False): the scheduler deleted the
+	// bound members of a gang it could not complete within the grace
+	// period; their controller recreates them, and the gang is placed
+	// whole or not at all.
+	PodGroupReasonReclaimed = "Reclaimed"
+	// PodGroupReasonWhole (Partial=False): the gang is whole again.
+	PodGroupReasonWhole = "Whole"
 )
 
 // PodGroup is a set of pods that are worth running only together: the
@@ -183,11 +218,13 @@ type PodGroupSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 
-	// ScheduleTimeoutSeconds bounds how long, from scheduleStartTime, the
-	// scheduler keeps part of a gang's resources reserved while it waits
-	// for the rest. When it passes, the reserved pods are released so that
-	// other gangs can use the room, and the attempt starts over. Unset
-	// means the scheduler's own default.
+	// ScheduleTimeoutSeconds is how long, from scheduleStartTime, the gang
+	// may wait to be placed before its Unschedulable condition says
+	// ScheduleTimeout. The scheduler keeps trying after it: it never holds
+	// part of a gang's resources while waiting for the rest (a gang is
+	// bound whole or not at all, and a gang left partial by a failure
+	// after the decision is reclaimed; see the Partial condition), so
+	// there is nothing to release. Unset means no timeout.
 	//
 	// +optional
 	// +kubebuilder:validation:Minimum=0
@@ -229,7 +266,8 @@ type PodGroupStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	Failed int32 `json:"failed,omitempty"`
 
-	// Conditions are Scheduled and Unschedulable; see the constants.
+	// Conditions are Scheduled, Unschedulable and Partial; see the
+	// constants.
 	//
 	// +optional
 	// +listType=map

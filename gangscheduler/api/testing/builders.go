@@ -270,6 +270,43 @@ func (p *PodWrapper) Created(t time.Time) *PodWrapper {
 	return p
 }
 
+// Controlled gives the pod a controller (an owner reference with
+// controller set), as the operator's pods have.
+func (p *PodWrapper) Controlled() *PodWrapper {
+	yes := true
+	p.OwnerReferences = append(p.OwnerReferences, metav1.OwnerReference{
+		APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Name: "owner", UID: "owner-uid", Controller: &yes,
+	})
+	return p
+}
+
+// Gate adds a scheduling gate (spec.schedulingGates).
+func (p *PodWrapper) Gate(name string) *PodWrapper {
+	p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: name})
+	return p
+}
+
+// PreemptedBy marks the pod as a scheduler's preemption victim: the
+// DisruptionTarget condition with reason PreemptionByScheduler.
+func (p *PodWrapper) PreemptedBy(scheduler string) *PodWrapper {
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason: corev1.PodReasonPreemptionByScheduler, Message: scheduler + ": preempting",
+	})
+	return p
+}
+
+// Labels sets labels.
+func (p *PodWrapper) Labels(kv ...string) *PodWrapper {
+	if p.ObjectMeta.Labels == nil {
+		p.ObjectMeta.Labels = map[string]string{}
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		p.ObjectMeta.Labels[kv[i]] = kv[i+1]
+	}
+	return p
+}
+
 // Obj returns the pod.
 func (p *PodWrapper) Obj() *corev1.Pod { return &p.Pod }
 
@@ -314,6 +351,12 @@ func (j *JobWrapper) Priority(p int32) *JobWrapper {
 // Created sets the creation time.
 func (j *JobWrapper) Created(t time.Time) *JobWrapper {
 	j.CreationTimestamp = t
+	return j
+}
+
+// PartialSince records when the gang was first seen partial.
+func (j *JobWrapper) PartialSince(t time.Time) *JobWrapper {
+	j.JobInfo.PartialSince = &t
 	return j
 }
 

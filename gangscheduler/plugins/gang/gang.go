@@ -18,6 +18,7 @@ const Name = "gang"
 const (
 	ReasonNotEnoughPods       = "NotEnoughPods"
 	ReasonNotEnoughPodsOfTask = "NotEnoughPodsOfTask"
+	ReasonSchedulingGated     = "SchedulingGated"
 )
 
 type plugin struct{}
@@ -38,31 +39,55 @@ func JobReady(job *api.JobInfo) bool { return job.IsReady() }
 
 // JobValid rejects a job that can never become ready with the pods it has:
 // fewer pending-or-placed tasks than minMember, in total or for some role.
-// Such a job waits for its controller to create pods; trying it would only
-// take and give back resources.
+// Such a job waits for its controller to create pods, or for the gates of
+// its gated pods to be removed (SchedulingGated); trying it would only
+// take and give back resources. Its gated pods are never placed, so a gang
+// that needs them waits whole: none of its pods is bound before the last
+// gate it needs is gone.
 func JobValid(job *api.JobInfo) *framework.ValidateResult {
-	if n := job.ValidCount(); n < job.MinMember {
+	short := job.ValidCount() < job.MinMember
+	var shortRoles []string
+	if len(job.MinTaskMember) > 0 {
+		byRole := job.ValidCountByRole()
+		for role, min := range job.MinTaskMember {
+			if byRole[role] < min {
+				shortRoles = append(shortRoles, fmt.Sprintf("%s: %d of %d", role, byRole[role], min))
+			}
+		}
+		slices.Sort(shortRoles)
+	}
+	switch {
+	case !short && len(shortRoles) == 0:
+		return nil
+	case job.GatedCount() > 0:
+		return &framework.ValidateResult{Reason: ReasonSchedulingGated, Message: gatedMessage(job)}
+	case short:
 		return &framework.ValidateResult{
 			Reason:  ReasonNotEnoughPods,
-			Message: fmt.Sprintf("%d pods can run, minMember is %d", n, job.MinMember),
+			Message: fmt.Sprintf("%d pods can run, minMember is %d", job.ValidCount(), job.MinMember),
 		}
 	}
-	if len(job.MinTaskMember) == 0 {
-		return nil
-	}
-	byRole := job.ValidCountByRole()
-	var short []string
-	for role, min := range job.MinTaskMember {
-		if byRole[role] < min {
-			short = append(short, fmt.Sprintf("%s: %d of %d", role, byRole[role], min))
-		}
-	}
-	if len(short) == 0 {
-		return nil
-	}
-	slices.Sort(short)
 	return &framework.ValidateResult{
 		Reason:  ReasonNotEnoughPodsOfTask,
-		Message: "not enough pods per role (" + strings.Join(short, ", ") + ")",
+		Message: "not enough pods per role (" + strings.Join(shortRoles, ", ") + ")",
 	}
+}
+
+// gatedMessage says how many members wait for which gates, e.g. "2 of 3
+// members are waiting for scheduling gates: example.com/hold; the gang
+// needs minMember 3, so none is placed until they are removed".
+func gatedMessage(job *api.JobInfo) string {
+	gated := job.GatedTasks()
+	var gates []string
+	for _, t := range gated {
+		for _, g := range t.Pod.Spec.SchedulingGates {
+			if !slices.Contains(gates, g.Name) {
+				gates = append(gates, g.Name)
+			}
+		}
+	}
+	slices.Sort(gates)
+	members := job.ValidCount() + int32(len(gated))
+	return fmt.Sprintf("%d of %d members are waiting for scheduling gates: %s; the gang needs minMember %d, so none is placed until they are removed",
+		len(gated), members, strings.Join(gates, ", "), job.MinMember)
 }

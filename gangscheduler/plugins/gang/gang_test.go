@@ -2,7 +2,10 @@ package gang_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
@@ -71,6 +74,55 @@ func TestJobReadyAndValid(t *testing.T) {
 			}
 			if r != nil && (r.Message == "" || r.Reason == "") {
 				t.Errorf("invalid job without reason or message: %+v", r)
+			}
+		})
+	}
+}
+
+// A gated pod never counts toward its gang, and a gang short because of
+// gated pods says so, with the gates named.
+func TestJobValidWithGatedPods(t *testing.T) {
+	const G = api.Gated
+	tests := []struct {
+		name    string
+		min     int32
+		minRole map[string]int32
+		tasks   map[string][]api.TaskStatus
+		reason  string // "" means valid
+		message string
+	}{
+		{"gated workers short of minMember", 3, nil, map[string][]api.TaskStatus{"master": {P}, "worker": {G, G}},
+			gang.ReasonSchedulingGated, "2 of 3 members are waiting for scheduling gates: example.com/hold"},
+		{"gated role short of minTaskMember", 2, map[string]int32{"worker": 2}, map[string][]api.TaskStatus{"master": {P}, "worker": {P, G}},
+			gang.ReasonSchedulingGated, "1 of 3 members are waiting for scheduling gates: example.com/hold"},
+		{"gated extras beyond the minimum leave the gang valid", 2, nil, map[string][]api.TaskStatus{"worker": {P, P, G}}, "", ""},
+		{"too few pods, none gated", 3, nil, map[string][]api.TaskStatus{"worker": {P, P}}, gang.ReasonNotEnoughPods, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := jobWith(t, tt.min, tt.minRole, tt.tasks)
+			for _, task := range job.Tasks {
+				if task.Status == G {
+					task.Pod.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
+				}
+			}
+			if gang.JobReady(job) && tt.reason != "" {
+				t.Errorf("JobReady = true for a gang short of members")
+			}
+			r := gang.JobValid(job)
+			switch {
+			case tt.reason == "" && r != nil:
+				t.Fatalf("JobValid = %+v, want valid", r)
+			case tt.reason == "":
+				return
+			case r == nil:
+				t.Fatalf("JobValid = nil, want %s", tt.reason)
+			}
+			if r.Reason != tt.reason {
+				t.Errorf("reason = %q, want %q (%s)", r.Reason, tt.reason, r.Message)
+			}
+			if !strings.Contains(r.Message, tt.message) {
+				t.Errorf("message = %q, want it to contain %q", r.Message, tt.message)
 			}
 		})
 	}

@@ -27,6 +27,9 @@ const (
 	ReasonUnschedulable framework.Reason = "node(s) were unschedulable"
 	ReasonHostPorts     framework.Reason = "node(s) didn't have free ports for the requested pod ports"
 	ReasonTooManyPods   framework.Reason = "Too many pods"
+	// ReasonBindRefused is Troupe's own: the API server refused to bind a
+	// member of the gang to the node recently (api.JobInfo.RefusedNodes).
+	ReasonBindRefused framework.Reason = "node(s) refused a bind of this gang recently"
 )
 
 // Config configures the plugin.
@@ -56,13 +59,33 @@ func (p *plugin) Name() string { return Name }
 // Host ports are dynamic although they come from the pod spec: a port is
 // taken by each task placed on the node, so the answer for a class changes
 // within the session, e.g. for its own second task.
+//
+// A node that refused to bind one of a gang's members (an admission
+// webhook or policy on pods/binding) is avoided by the whole gang while
+// the refusal lasts: placing it there again would only be refused again.
 func (p *plugin) OnSessionOpen(ssn *framework.Session) {
+	for _, job := range ssn.Jobs {
+		if len(job.RefusedNodes) > 0 {
+			ssn.AddStaticPredicateFn(bindRefused(ssn.Jobs))
+			break
+		}
+	}
 	ssn.AddStaticPredicateFn(p.unschedulable)
 	ssn.AddStaticPredicateFn(NodeAffinity)
 	ssn.AddStaticPredicateFn(p.taints)
 	ssn.AddStaticPredicateFn(Allocatable)
 	ssn.AddPredicateFn(HostPorts)
 	ssn.AddPredicateFn(Resources)
+}
+
+// bindRefused keeps a gang off the nodes that refused its binds.
+func bindRefused(jobs map[api.JobID]*api.JobInfo) framework.PredicateFn {
+	return func(task *api.TaskInfo, node *api.NodeInfo) framework.Status {
+		if job := jobs[task.Job]; job != nil && job.RefusedNodes[node.Name] {
+			return framework.Unfit(ReasonBindRefused)
+		}
+		return framework.Fit
+	}
 }
 
 // unschedulable is kube-scheduler's NodeUnschedulable: a cordoned node takes

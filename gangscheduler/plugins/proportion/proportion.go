@@ -156,7 +156,7 @@ func open(ssn *framework.Session) *state {
 				a.Request.Add(&t.Resreq)
 			}
 		}
-		noPods := job.ValidCount() == 0
+		noPods := job.HasNoPods()
 		if noPods && isOpen && !terminal(job.Phase) {
 			min := share.WithoutPods(&job.MinResources)
 			a.Request.Add(&min)

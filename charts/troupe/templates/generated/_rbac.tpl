@@ -128,6 +128,12 @@
   - create
 - apiGroups:
   - ""
+  resources:
+  - pods/status
+  verbs:
+  - patch
+- apiGroups:
+  - ""
   - events.k8s.io
   resources:
   - events
