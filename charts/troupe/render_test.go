@@ -126,7 +126,7 @@ func TestSchedulerValues(t *testing.T) {
 	}
 
 	custom := render(t,
-		"--set-json", `scheduler.config={"actions":["enqueue","preempt","allocate","backfill"],"plugins":[{"name":"gang"},{"name":"nodeorder","arguments":{"gpuResources":["amd.com/gpu"]}}]}`,
+		"--set-json", `scheduler.config={"actions":["enqueue","preempt","allocate","backfill"],"plugins":[{"name":"gang"},{"name":"predicates"},{"name":"nodeorder","arguments":{"gpuResources":["amd.com/gpu"]}}]}`,
 		"--set", "scheduler.minCyclePeriod=50ms", "--set", "scheduler.maxIdlePeriod=2s", "--set", "scheduler.bindWorkers=32",
 		"--set", "scheduler.partialGangGracePeriod=45s")
 	opts := checkSchedulerFlags(t, custom)
@@ -137,7 +137,7 @@ func TestSchedulerValues(t *testing.T) {
 	for _, p := range opts.Config.Plugins {
 		plugins = append(plugins, p.Name)
 	}
-	if want := []string{"gang", "nodeorder"}; !slices.Equal(plugins, want) {
+	if want := []string{"gang", "predicates", "nodeorder"}; !slices.Equal(plugins, want) {
 		t.Errorf("plugins = %v, want %v", plugins, want)
 	}
 	if opts.MinCyclePeriod.String() != "50ms" || opts.MaxIdlePeriod.String() != "2s" || opts.BindWorkers != 32 || opts.PartialGangGrace.String() != "45s" {

@@ -67,7 +67,7 @@ func (a *Allocate) Execute(ssn *framework.Session) {
 		}
 		return true
 	}
-	refused := newRefusals()
+	refused := newRefusals(ssn)
 	// A partial gang whose queue is gone or closed is left to the walk,
 	// which records why; a closed queue keeps what runs, and PartialGangs
 	// reclaims what cannot be completed.
@@ -112,10 +112,11 @@ func (a *Allocate) allocateJob(ssn *framework.Session, refused *refusals, queue 
 
 	stmt := ssn.Statement()
 	ready := job.ReadyCount()
-	// A class that found no node finds none for its next task either: the
-	// statement only fills nodes, and the class fixes every input of the
-	// predicates. So its other tasks are skipped, not searched again.
-	failed := map[*framework.Class]bool{}
+	// A task that found no node means none for the next task of its fit
+	// key either, unless its rules can be met by placements (FitKey): the
+	// statement only fills nodes, and the key fixes every input of the
+	// predicates. So the key's other tasks are skipped, not searched again.
+	failed := map[framework.FitKey]bool{}
 	// The first task that found no room, and why.
 	var firstPod *api.TaskInfo
 	var firstFailure string
@@ -124,24 +125,25 @@ func (a *Allocate) allocateJob(ssn *framework.Session, refused *refusals, queue 
 			break // even placing every remaining task cannot make the gang
 		}
 		cls := ssn.ClassOf(task)
-		if cls != nil && failed[cls] {
+		key, monotone := ssn.FitKey(cls, task)
+		if monotone && failed[key] {
 			continue
 		}
 		// The queue only fills up as the statement goes on, and the class
-		// fixes the request, so a refusal holds for the class too.
+		// fixes the request, so a refusal holds for the key too.
 		if !ssn.Allocatable(queue, task) {
-			if cls != nil {
-				failed[cls] = true
+			if monotone {
+				failed[key] = true
 			}
 			if firstPod == nil {
 				firstPod, firstFailure = task, fmt.Sprintf("queue %q has no share or capability left for it", queue.Name)
 			}
 			continue
 		}
-		node := bestNode(ssn, cls, task)
+		node := ssn.BestNode(cls, task)
 		if node == nil {
-			if cls != nil {
-				failed[cls] = true
+			if monotone {
+				failed[key] = true
 			}
 			if firstPod == nil {
 				firstPod, firstFailure = task, ssn.Diagnose(task).String()
@@ -176,23 +178,4 @@ func (a *Allocate) allocateJob(ssn *framework.Session, refused *refusals, queue 
 		prefix += "; "
 	}
 	ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, refused.record(queue.Name, job, tasks, prefix, firstPod, firstFailure))
-}
-
-// bestNode returns the feasible node with the highest score for task, nil if
-// none fits. It visits only the nodes task may fit on
-// (framework.Session.CandidateNodes), in NodeList order, which is by name;
-// only a strictly higher score replaces the best, so ties go to the first
-// name: the choice is deterministic.
-func bestNode(ssn *framework.Session, cls *framework.Class, task *api.TaskInfo) *api.NodeInfo {
-	var best *api.NodeInfo
-	var bestScore int64
-	for _, n := range ssn.CandidateNodes(cls, task) {
-		if !ssn.PredicateWithClass(cls, task, n).Fit {
-			continue
-		}
-		if s := ssn.NodeScore(task, n); best == nil || s > bestScore {
-			best, bestScore = n, s
-		}
-	}
-	return best
 }

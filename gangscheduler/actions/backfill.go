@@ -111,7 +111,7 @@ func (b *Backfill) backfillJob(ssn *framework.Session, queue *api.QueueInfo, job
 		if !RequestsNothing(task) || !readyWith(task.Role) || !ssn.Allocatable(queue, task) {
 			continue
 		}
-		node := bestNode(ssn, ssn.ClassOf(task), task)
+		node := ssn.BestNode(ssn.ClassOf(task), task)
 		if node == nil {
 			continue
 		}

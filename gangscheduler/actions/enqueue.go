@@ -63,7 +63,7 @@ func (*Enqueue) Name() string { return "enqueue" }
 func (e *Enqueue) Execute(ssn *framework.Session) {
 	ssn.EnableAdmission()
 	walk := newQueueWalk(ssn, ssn.IsAdmitted, always)
-	p := enqueuePass{ssn: ssn, refused: newRefusals()}
+	p := enqueuePass{ssn: ssn, refused: newRefusals(ssn)}
 	for _, job, ok := walk.next(); ok; _, job, ok = walk.next() {
 		p.consider(job)
 	}
@@ -129,7 +129,7 @@ func (p *enqueuePass) consider(job *api.JobInfo) {
 	stmt := ssn.Statement()
 	for _, task := range tasks {
 		cls := ssn.ClassOf(task)
-		node := bestNode(ssn, cls, task)
+		node := ssn.BestNode(cls, task)
 		if node == nil {
 			why := ssn.Diagnose(task).String()
 			stmt.Discard()

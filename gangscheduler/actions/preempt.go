@@ -184,7 +184,7 @@ func (p *preemptPass) place(job *api.JobInfo, tasks []*api.TaskInfo) (*framework
 			stmt.Discard()
 			return nil, false
 		}
-		node := bestNode(ssn, ssn.ClassOf(task), task)
+		node := ssn.BestNode(ssn.ClassOf(task), task)
 		if node == nil || stmt.Allocate(task, node) != nil {
 			stmt.Discard()
 			return nil, false

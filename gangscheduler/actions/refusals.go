@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/troupe-ml/troupe/gangscheduler/api"
+	"github.com/troupe-ml/troupe/gangscheduler/framework"
 )
 
 // refusals remembers, for one pass of an action over the session's jobs,
@@ -31,6 +32,9 @@ import (
 // same shape, which waits. The next cycle's pass starts afresh.
 type refusals struct {
 	by map[string]refusal
+	// withLabels keys shapes by the pods' labels too: some predicate
+	// matches selectors against them (framework.Session.LabelSensitive).
+	withLabels bool
 }
 
 // refusal is how the first gang of a shape was refused, in words that
@@ -51,14 +55,14 @@ func refusalMessage(prefix string, pod *api.TaskInfo, why string) string {
 	return prefix + "pod " + pod.Key() + ": " + why
 }
 
-func newRefusals() *refusals {
-	return &refusals{by: map[string]refusal{}}
+func newRefusals(ssn *framework.Session) *refusals {
+	return &refusals{by: map[string]refusal{}, withLabels: ssn.LabelSensitive()}
 }
 
 // shape keys a gang about to be placed with tasks (ordered as they will
 // be placed) in queue; false when a pod has no class signature.
-func shape(queue api.QueueID, job *api.JobInfo, tasks []*api.TaskInfo) (string, bool) {
-	pods, ok := api.Shape(tasks)
+func shape(queue api.QueueID, job *api.JobInfo, tasks []*api.TaskInfo, withLabels bool) (string, bool) {
+	pods, ok := api.Shape(tasks, withLabels)
 	if !ok {
 		return "", false
 	}
@@ -75,7 +79,7 @@ func shape(queue api.QueueID, job *api.JobInfo, tasks []*api.TaskInfo) (string, 
 // lookup returns the message of the refusal of an earlier gang of this
 // shape, naming this gang's own pod, if there was one in the pass.
 func (r *refusals) lookup(queue api.QueueID, job *api.JobInfo, tasks []*api.TaskInfo) (string, bool) {
-	key, ok := shape(queue, job, tasks)
+	key, ok := shape(queue, job, tasks, r.withLabels)
 	if !ok {
 		return "", false
 	}
@@ -93,7 +97,7 @@ func (r *refusals) lookup(queue api.QueueID, job *api.JobInfo, tasks []*api.Task
 // record remembers that the gang with tasks was refused with
 // refusalMessage(prefix, pod, why), and returns that message.
 func (r *refusals) record(queue api.QueueID, job *api.JobInfo, tasks []*api.TaskInfo, prefix string, pod *api.TaskInfo, why string) string {
-	if key, ok := shape(queue, job, tasks); ok {
+	if key, ok := shape(queue, job, tasks, r.withLabels); ok {
 		r.by[key] = refusal{prefix: prefix, pod: slices.Index(tasks, pod), why: why}
 	}
 	return refusalMessage(prefix, pod, why)

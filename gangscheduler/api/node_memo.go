@@ -36,6 +36,9 @@ type NodeMemo struct {
 	total Resource
 	// labels are the label indexes of that set, in that order.
 	labels *labelIndexes
+	// preferNoSchedule says some node of the set has a PreferNoSchedule
+	// taint.
+	preferNoSchedule bool
 	// gen numbers the snapshots, to mark the entries each one listed.
 	gen uint64
 	// spare are the nodes of a released snapshot, if any.
@@ -61,9 +64,10 @@ func (m *NodeMemo) Len() int { return len(m.byName) }
 // name, their total allocatable and the label indexes in that order; all
 // read-only.
 type nodeSet struct {
-	sorted []*nodeEntry
-	total  Resource
-	labels *labelIndexes
+	sorted           []*nodeEntry
+	total            Resource
+	labels           *labelIndexes
+	preferNoSchedule bool
 }
 
 // nodes returns the node set of list. With a nil memo everything is
@@ -75,7 +79,7 @@ func (m *NodeMemo) nodes(list []*corev1.Node, unchanged bool) (nodeSet, error) {
 		return parseNodes(list)
 	}
 	if unchanged && m.labels != nil {
-		return nodeSet{sorted: m.sorted, total: m.total, labels: m.labels}, nil
+		return nodeSet{sorted: m.sorted, total: m.total, labels: m.labels, preferNoSchedule: m.preferNoSchedule}, nil
 	}
 	sameSet, err := m.mark(list)
 	if err != nil {
@@ -88,7 +92,20 @@ func (m *NodeMemo) nodes(list []*corev1.Node, unchanged bool) (nodeSet, error) {
 	// Some node may have a new object: the nodes a released snapshot
 	// lends must all be checked.
 	m.marked = true
-	return nodeSet{sorted: m.sorted, total: m.total, labels: m.labels}, nil
+	m.preferNoSchedule = anyPreferNoSchedule(m.sorted)
+	return nodeSet{sorted: m.sorted, total: m.total, labels: m.labels, preferNoSchedule: m.preferNoSchedule}, nil
+}
+
+// anyPreferNoSchedule reports whether a node has a PreferNoSchedule taint.
+func anyPreferNoSchedule(entries []*nodeEntry) bool {
+	for _, e := range entries {
+		for _, t := range e.node.Spec.Taints {
+			if t.Effect == corev1.TaintEffectPreferNoSchedule {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // mark records the objects of list in the memo and reports whether list
@@ -162,7 +179,7 @@ func parseNodes(list []*corev1.Node) (nodeSet, error) {
 			return nodeSet{}, fmt.Errorf("node %s listed twice", sorted[i].node.Name)
 		}
 	}
-	return nodeSet{sorted: sorted, total: sumAllocatable(sorted), labels: &labelIndexes{}}, nil
+	return nodeSet{sorted: sorted, total: sumAllocatable(sorted), labels: &labelIndexes{}, preferNoSchedule: anyPreferNoSchedule(sorted)}, nil
 }
 
 func sortEntries(entries []*nodeEntry) {

@@ -12,7 +12,7 @@ func TestShape(t *testing.T) {
 		return api.NewTaskInfo(api.JobID("ns/"+job), st.MakePod("ns", name).Job(job).Role(role).Req(cpu, "1Gi").Obj())
 	}
 	shape := func(tasks ...*api.TaskInfo) string {
-		s, ok := api.Shape(tasks)
+		s, ok := api.Shape(tasks, false)
 		if !ok {
 			t.Fatalf("no shape for %v", tasks)
 		}
@@ -35,7 +35,7 @@ func TestShape(t *testing.T) {
 			t.Errorf("%s: same = %v, want %v", tc.name, tc.other == a, tc.same)
 		}
 	}
-	if _, ok := api.Shape([]*api.TaskInfo{{Name: "unclassed"}}); ok {
+	if _, ok := api.Shape([]*api.TaskInfo{{Name: "unclassed"}}, false); ok {
 		t.Error("a task without a class signature has a shape")
 	}
 }

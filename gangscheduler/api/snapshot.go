@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // QueueState says whether a queue takes new work.
@@ -44,6 +45,9 @@ type Snapshot struct {
 	NodeList []*NodeInfo
 	Jobs     map[JobID]*JobInfo
 	Queues   map[QueueID]*QueueInfo
+	// Namespaces are the labels of each namespace, by name: what a pod
+	// affinity term's namespaceSelector reads.
+	Namespaces map[string]labels.Set
 	// Now is the time the decisions are made at: what time-dependent rules
 	// (the partial-gang grace period) compare against, so that a session
 	// stays a function of its snapshot. The scheduler sets it when the
@@ -56,6 +60,8 @@ type Snapshot struct {
 	// labels are the label indexes of NodeList (NodesByLabel), shared
 	// with the other snapshots of the same nodes.
 	labels *labelIndexes
+	// preferNoSchedule: some node has a PreferNoSchedule taint.
+	preferNoSchedule bool
 	// nodes hold Nodes and NodeList; memo, if not nil, takes them back on
 	// Release.
 	nodes *nodeArena
@@ -80,6 +86,10 @@ func (s *Snapshot) Release() {
 // every session's start; the snapshot sums it once (or takes a NodeMemo's,
 // when no node changed).
 func (s *Snapshot) TotalAllocatable() Resource { return s.total.Clone() }
+
+// PreferNoScheduleTaints reports whether some node has a PreferNoSchedule
+// taint: only then does the node order score tolerations.
+func (s *Snapshot) PreferNoScheduleTaints() bool { return s.preferNoSchedule }
 
 // NodesTaken returns every node that has taken a task in this snapshot,
 // loading the pods on it or placing one, in NodeList order; some may hold
@@ -109,6 +119,8 @@ type Cluster struct {
 	// each pod to the job JobOf names.
 	Jobs   []*JobInfo
 	Queues []*QueueInfo
+	// Namespaces are every namespace, for their labels.
+	Namespaces []*corev1.Namespace
 	// JobOf may be nil: then no pod belongs to a gang.
 	JobOf JobOfFunc
 	// Memo, if not nil, carries what NewSnapshot derives from Nodes alone
@@ -144,7 +156,11 @@ func NewSnapshot(c Cluster) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.total, s.labels = set.total, set.labels
+	s.total, s.labels, s.preferNoSchedule = set.total, set.labels, set.preferNoSchedule
+	s.Namespaces = make(map[string]labels.Set, len(c.Namespaces))
+	for _, ns := range c.Namespaces {
+		s.Namespaces[ns.Name] = ns.Labels
+	}
 	s.nodes = c.Memo.arena(set.sorted)
 	s.Nodes, s.NodeList = s.nodes.byName, s.nodes.list
 	for _, q := range c.Queues {

@@ -58,6 +58,16 @@ type TaskInfo struct {
 	// affinity. Parsing builds label selectors, so it is done once per task,
 	// not once per node.
 	RequiredAffinity nodeaffinity.RequiredNodeAffinity
+	// Rules are the pod's rules relative to other pods (pod affinity and
+	// anti-affinity, topology spread) and its node preferences, parsed;
+	// nil for a pod without any. Set for every pod, placed or not: a
+	// running pod's anti-affinity binds those placed after it.
+	Rules *PodRules
+	// labelsHash caches LabelsHash; 0 until asked.
+	labelsHash uint64
+	// Features are the placement rules of the pod that only some plugin
+	// honours (see PodFeature); set for gang tasks and pending pods.
+	Features []PodFeature
 
 	// ClassHash and ClassSignature identify the pod's scheduling constraints
 	// (see classSignature). Tasks of one job and role with the same signature
@@ -87,11 +97,13 @@ func NewTaskInfo(job JobID, pod *corev1.Pod) *TaskInfo {
 		Status:            statusOf(pod),
 		Preempted:         preempted(pod),
 		Controlled:        metav1.GetControllerOfNoCopy(pod) != nil,
+		Rules:             newPodRules(pod),
 	}
 	for _, name := range t.Resreq.ScalarNames() {
 		t.ScalarRequests = append(t.ScalarRequests, ScalarQuantity{Name: name, Value: t.Resreq.Scalars[name]})
 	}
 	if job != "" || t.Status == Pending {
+		t.Features = podFeatures(pod)
 		t.RequiredAffinity = nodeaffinity.GetRequiredNodeAffinity(pod)
 		t.ClassSignature = classSignature(pod, &t.Resreq, t.HostPorts)
 		h := fnv.New64a()
@@ -102,10 +114,11 @@ func NewTaskInfo(job JobID, pod *corev1.Pod) *TaskInfo {
 }
 
 // Shape is what placing tasks, in this order, depends on of the tasks
-// themselves: each one's role and class signature. Two lists of one shape
-// are placed alike on the same nodes. False when a task has no class
-// signature.
-func Shape(tasks []*TaskInfo) (string, bool) {
+// themselves: each one's role and class signature, and with withLabels
+// its labels (when some predicate matches selectors against them; see
+// framework.Session.LabelSensitive). Two lists of one shape are placed
+// alike on the same nodes. False when a task has no class signature.
+func Shape(tasks []*TaskInfo, withLabels bool) (string, bool) {
 	var b strings.Builder
 	for _, t := range tasks {
 		if t.ClassSignature == "" {
@@ -114,6 +127,10 @@ func Shape(tasks []*TaskInfo) (string, bool) {
 		b.WriteString(t.Role)
 		b.WriteByte(0x1f)
 		b.WriteString(t.ClassSignature)
+		if withLabels {
+			b.WriteByte(0x1f)
+			b.Write(binary.AppendUvarint(nil, t.LabelsHash()))
+		}
 		b.WriteByte(0x1e)
 	}
 	return b.String(), true
@@ -212,13 +229,27 @@ func hostPorts(pod *corev1.Pod) []corev1.ContainerPort {
 	return ports
 }
 
-// classSignature encodes every field of a pod that a predicate may read:
-// resource requests (so that "no node fits" holds for the whole class),
-// nodeSelector, affinity, tolerations and host ports. Two pods with equal
-// signatures get equal predicate answers on every node. Fields are written
-// length-prefixed in a fixed order, maps sorted, so the encoding is
-// canonical. Topology spread and volumes are not evaluated yet; when a
-// predicate starts reading them, they must be added here.
+// classSignature encodes every field of a pod that a predicate may read,
+// but its labels: resource requests (so that "no node fits" holds for the
+// whole class), nodeSelector, affinity, tolerations, host ports, topology
+// spread constraints. Two pods with equal signatures get equal static
+// predicate answers on every node. Fields are written length-prefixed in
+// a fixed order, maps sorted, so the encoding is canonical.
+//
+// Labels are left out on purpose: the operator gives every member its own
+// (the replica index), and with them every pod would be a class of its
+// own. Only the dynamic predicates that match other pods' selectors read
+// them (LabelsHash; see framework.Session.FitKey).
+
+// LabelsHash identifies the pod's labels: predicates that match other
+// pods' selectors against them answer alike for equal hashes. It is
+// computed on first ask: only sessions with such predicates need it.
+func (t *TaskInfo) LabelsHash() uint64 {
+	if t.labelsHash == 0 {
+		t.labelsHash = labelsHash(t.Pod.Labels) | 1 // never 0: 0 is "not yet"
+	}
+	return t.labelsHash
+}
 func classSignature(pod *corev1.Pod, req *Resource, ports []corev1.ContainerPort) string {
 	var e sigEncoder
 	e.int(req.MilliCPU)
@@ -272,6 +303,13 @@ func classSignature(pod *corev1.Pod, req *Resource, ports []corev1.ContainerPort
 		e.str(p.HostIP)
 		e.str(string(p.Protocol))
 		e.int(int64(p.HostPort))
+	}
+
+	if len(pod.Spec.TopologySpreadConstraints) > 0 {
+		c, _ := json.Marshal(pod.Spec.TopologySpreadConstraints)
+		e.str(string(c))
+	} else {
+		e.str("")
 	}
 	return string(e.b)
 }

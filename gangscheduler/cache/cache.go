@@ -1,6 +1,7 @@
 // Package cache is the scheduler's view of the cluster, fed by informers:
 // every node, every pod (all schedulers' pods, terminating ones included,
-// since all of them take room on their nodes), PriorityClasses, and Troupe's
+// since all of them take room on their nodes), PriorityClasses, namespaces
+// (their labels, for pod affinity's namespaceSelector), and Troupe's
 // PodGroups and Queues. Snapshot turns it into one cycle's api.Snapshot;
 // Assume and Forget keep pods this scheduler bound from being placed again
 // before the informer shows them bound.
@@ -64,7 +65,7 @@ type Options struct {
 // watched are the kinds the scheduler reads; each has an informer.
 func watched() []client.Object {
 	return []client.Object{
-		&corev1.Node{}, &corev1.Pod{}, &schedulingv1.PriorityClass{},
+		&corev1.Node{}, &corev1.Pod{}, &schedulingv1.PriorityClass{}, &corev1.Namespace{},
 		&schedulingv1alpha1.PodGroup{}, &schedulingv1alpha1.Queue{},
 	}
 }
@@ -141,6 +142,7 @@ func (c *Cache) Snapshot(ctx context.Context) (*State, error) {
 		nodes corev1.NodeList
 		pods  corev1.PodList
 		pcs   schedulingv1.PriorityClassList
+		nss   corev1.NamespaceList
 		pgs   schedulingv1alpha1.PodGroupList
 		qs    schedulingv1alpha1.QueueList
 	)
@@ -150,7 +152,7 @@ func (c *Cache) Snapshot(ctx context.Context) (*State, error) {
 	c.mu.Lock()
 	nodesUnchanged := c.built && nodeEvents == c.builtNodeEvents
 	c.mu.Unlock()
-	lists := []client.ObjectList{&pcs, &pgs, &qs}
+	lists := []client.ObjectList{&pcs, &pgs, &qs, &nss}
 	if c.nodes == nil && !nodesUnchanged {
 		lists = append(lists, &nodes)
 	}
@@ -166,6 +168,7 @@ func (c *Cache) Snapshot(ctx context.Context) (*State, error) {
 		NodesUnchanged:  nodesUnchanged,
 		Pods:            c.assumed.apply(fromStore(c.pods, pods.Items), c.now()),
 		PriorityClasses: ptrs(pcs.Items),
+		Namespaces:      ptrs(nss.Items),
 		PodGroups:       ptrs(pgs.Items),
 		Queues:          ptrs(qs.Items),
 	}

@@ -20,6 +20,7 @@ type Objects struct {
 	PodGroups       []*schedulingv1alpha1.PodGroup
 	Queues          []*schedulingv1alpha1.Queue
 	PriorityClasses []*schedulingv1.PriorityClass
+	Namespaces      []*corev1.Namespace
 	// NodesUnchanged says Nodes is left out: the nodes are the objects of
 	// the last state the same Builder built (api.Cluster.NodesUnchanged).
 	NodesUnchanged bool
@@ -79,13 +80,14 @@ func build(objs Objects, schedulerName string, nodes *api.NodeMemo, tasks *api.T
 		queues = append(queues, qi)
 	}
 	snap, err := api.NewSnapshot(api.Cluster{
-		Nodes:  objs.Nodes,
-		Pods:   objs.Pods,
-		Jobs:   jobs,
-		Queues: queues,
-		JobOf:  JobOf(schedulerName),
-		Memo:   nodes,
-		Tasks:  tasks,
+		Nodes:      objs.Nodes,
+		Pods:       objs.Pods,
+		Jobs:       jobs,
+		Queues:     queues,
+		Namespaces: objs.Namespaces,
+		JobOf:      JobOf(schedulerName),
+		Memo:       nodes,
+		Tasks:      tasks,
 
 		NodesUnchanged: objs.NodesUnchanged,
 	})

@@ -14,7 +14,8 @@
 // A file is validated as a whole before the scheduler starts; every error
 // names the field (actions[1], plugins[3].arguments) and, for an unknown
 // name, lists the known ones. Omitting actions or plugins selects the
-// defaults; listing none of them is an error.
+// defaults; listing none of them is an error, and so is a plugin list
+// without gang or predicates (RequiredPlugins).
 package config
 
 import (
@@ -22,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -186,6 +188,13 @@ func (c *Config) Build() ([]framework.Action, []framework.Plugin, error) {
 			continue
 		}
 		plugs = append(plugs, p)
+	}
+	if len(c.Plugins) > 0 {
+		for _, name := range slices.Sorted(maps.Keys(RequiredPlugins)) {
+			if seen[name] == 0 {
+				errs = append(errs, fmt.Errorf("plugins: %q is required: %s", name, RequiredPlugins[name]))
+			}
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err

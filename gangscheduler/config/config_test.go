@@ -23,7 +23,7 @@ func TestParse(t *testing.T) {
 			name:        "empty file is the default",
 			yaml:        "",
 			wantActions: []string{"enqueue", "allocate", "backfill"},
-			wantPlugins: []string{"priority", "gang", "predicates", "nodeorder", "proportion", "drf"},
+			wantPlugins: []string{"priority", "gang", "predicates", "interpodaffinity", "podtopologyspread", "nodeorder", "proportion", "drf"},
 		},
 		{
 			name:        "plugins only: actions default",
@@ -36,20 +36,25 @@ func TestParse(t *testing.T) {
 			yaml: `
 actions: [allocate]
 plugins:
+- name: gang
 - name: nodeorder
   arguments:
     gpuResources: [example.com/tpu]
 - name: predicates
   arguments: {taintTolerationComparisonOperators: true}
+- name: interpodaffinity
+  arguments: {hardPodAffinityWeight: 0}
+- name: podtopologyspread
+  arguments: {taintTolerationComparisonOperators: true}
 `,
 			wantActions: []string{"allocate"},
-			wantPlugins: []string{"nodeorder", "predicates"},
+			wantPlugins: []string{"gang", "nodeorder", "predicates", "interpodaffinity", "podtopologyspread"},
 		},
 		{
 			name:        "preempt is known, though not a default",
 			yaml:        "actions: [enqueue, preempt, allocate, backfill]\n",
 			wantActions: []string{"enqueue", "preempt", "allocate", "backfill"},
-			wantPlugins: []string{"priority", "gang", "predicates", "nodeorder", "proportion", "drf"},
+			wantPlugins: []string{"priority", "gang", "predicates", "interpodaffinity", "podtopologyspread", "nodeorder", "proportion", "drf"},
 		},
 		{
 			name:    "misspelt action names the index and the known ones",
@@ -69,7 +74,15 @@ plugins:
 		{
 			name:    "unknown plugin",
 			yaml:    "plugins:\n- name: gang\n- name: binpack\n",
-			wantErr: []string{`plugins[1].name: unknown plugin "binpack"; known: drf, gang, nodeorder, predicates, priority, proportion`},
+			wantErr: []string{`plugins[1].name: unknown plugin "binpack"; known: drf, gang, interpodaffinity, nodeorder, podtopologyspread, predicates, priority, proportion`},
+		},
+		{
+			name: "gang and predicates are required, each with why",
+			yaml: "plugins:\n- name: priority\n- name: nodeorder\n",
+			wantErr: []string{
+				`plugins: "gang" is required: without it gangs would not be placed all-or-nothing`,
+				`plugins: "predicates" is required: without it pods would be placed against their node selectors`,
+			},
 		},
 		{
 			name:    "plugin without a name",

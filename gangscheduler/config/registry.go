@@ -5,7 +5,9 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/drf"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/gang"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/interpodaffinity"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/nodeorder"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/podtopologyspread"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/predicates"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/priority"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/proportion"
@@ -34,8 +36,18 @@ var Plugins = map[string]PluginFactory{
 	gang.Name:       NoArguments(gang.New),
 	predicates.Name: WithArguments(predicates.New),
 	nodeorder.Name:  WithArguments(nodeorder.New),
-	proportion.Name: WithArguments(proportion.New),
-	drf.Name:        WithArguments(drf.New),
+
+	interpodaffinity.Name:  WithArguments(interpodaffinity.New),
+	podtopologyspread.Name: WithArguments(podtopologyspread.New),
+	proportion.Name:        WithArguments(proportion.New),
+	drf.Name:               WithArguments(drf.New),
+}
+
+// RequiredPlugins must be in every configuration, with why: without them
+// the scheduler would break the promises it exists for, silently.
+var RequiredPlugins = map[string]string{
+	gang.Name:       "without it gangs would not be placed all-or-nothing",
+	predicates.Name: "without it pods would be placed against their node selectors, affinity, tolerations, ports and resources",
 }
 
 // DefaultActions run, in this order, when the configuration names none.

@@ -30,6 +30,9 @@ type Class struct {
 	// the cache small and its cost independent of the nodes a class can
 	// never use: 94 classes that select 20 nodes of 4000 take 1880 bytes.
 	static []uint8
+	// dynamic are the session's dynamic predicates that apply to the
+	// class (Session.AddPredicateFnFor).
+	dynamic []PredicateFn
 	// others holds the same for the nodes outside candidates, per node
 	// Index. They fail the nodeSelector, and only a diagnosis of the whole
 	// cluster asks about them, so it is allocated on the first such ask.
@@ -91,6 +94,7 @@ func (ssn *Session) ClassOf(task *api.TaskInfo) *Class {
 		signature: task.ClassSignature,
 	}
 	cls.candidates, cls.at = ssn.candidates(task)
+	cls.dynamic = ssn.dynamicFor(task)
 	cls.static = make([]uint8, len(cls.candidates))
 	c.byKey[key] = append(c.byKey[key], cls)
 	c.classes++

@@ -19,7 +19,7 @@ type Session struct {
 	plugins []Plugin
 
 	staticPredicates  []PredicateFn
-	dynamicPredicates []PredicateFn
+	dynamicPredicates []dynamicPredicate
 	nodeOrders        []NodeOrderFn
 	jobOrders         []JobOrderFn
 	taskOrders        []TaskOrderFn
@@ -36,6 +36,18 @@ type Session struct {
 	unschedulable map[api.JobID]Unschedulable
 	admitted      map[api.JobID]bool
 	partial       map[api.JobID]PartialGang
+	// honoured maps the pod features plugins honour to the plugin (Honour).
+	honoured map[api.PodFeature]string
+
+	preferences []Preference
+	// Scratch space of BestNode, reused from search to search.
+	prefScratch  []*Preference
+	nodeScratch  []*api.NodeInfo
+	scoreScratch []int64
+	rawScratch   []int64
+	// labelSensitive: some predicate matches other pods' selectors against
+	// a task's labels (SetLabelSensitive).
+	labelSensitive bool
 
 	// ext holds the queue-share pipeline's extension points (extensions.go).
 	ext extensions
@@ -102,7 +114,35 @@ func (ssn *Session) AddStaticPredicateFn(fn PredicateFn) {
 // placed (idle resources, pod count, host ports in use). It runs on every
 // check, so it must be cheap.
 func (ssn *Session) AddPredicateFn(fn PredicateFn) {
-	ssn.dynamicPredicates = append(ssn.dynamicPredicates, fn)
+	ssn.dynamicPredicates = append(ssn.dynamicPredicates, dynamicPredicate{fn: fn})
+}
+
+// AddPredicateFnFor registers a dynamic predicate that only has something
+// to say about the tasks applies accepts: the others' checks skip it
+// altogether. applies must depend only on what the class signature fixes
+// (api.TaskInfo.ClassSignature: requests, selectors, affinity, spread
+// constraints, tolerations, ports) and on what the plugin knew when the
+// session opened: it is asked once per class.
+func (ssn *Session) AddPredicateFnFor(fn PredicateFn, applies func(*api.TaskInfo) bool) {
+	ssn.dynamicPredicates = append(ssn.dynamicPredicates, dynamicPredicate{fn: fn, applies: applies})
+}
+
+// dynamicPredicate is a dynamic predicate and the tasks it applies to
+// (all when applies is nil).
+type dynamicPredicate struct {
+	fn      PredicateFn
+	applies func(*api.TaskInfo) bool
+}
+
+// dynamicFor returns the dynamic predicates that apply to task.
+func (ssn *Session) dynamicFor(task *api.TaskInfo) []PredicateFn {
+	out := make([]PredicateFn, 0, len(ssn.dynamicPredicates))
+	for _, p := range ssn.dynamicPredicates {
+		if p.applies == nil || p.applies(task) {
+			out = append(out, p.fn)
+		}
+	}
+	return out
 }
 
 // AddNodeOrderFn registers a node score.
@@ -136,7 +176,13 @@ func (ssn *Session) PredicateWithClass(cls *Class, task *api.TaskInfo, node *api
 		return s
 	}
 	ssn.cache.stats.DynamicChecks++
-	for _, fn := range ssn.dynamicPredicates {
+	var dynamic []PredicateFn
+	if cls != nil {
+		dynamic = cls.dynamic
+	} else {
+		dynamic = ssn.dynamicFor(task)
+	}
+	for _, fn := range dynamic {
 		if s := fn(task, node); !s.Fit {
 			return s
 		}
@@ -220,10 +266,15 @@ func (ssn *Session) JobReady(job *api.JobInfo) bool {
 
 // JobValid returns why job cannot be scheduled at all, or nil. Besides
 // the registered rules, it always refuses a gang that is being preempted
-// while some members still hold nodes (see preemptedStillHeld): that is
-// the all-or-nothing rule, which no configuration may leave out.
+// while some members still hold nodes (see preemptedStillHeld), and one
+// whose pending pod carries a placement rule that no plugin honours or
+// that does not parse (Honour): all-or-nothing, and no rule silently
+// ignored, are not for a configuration to leave out.
 func (ssn *Session) JobValid(job *api.JobInfo) *ValidateResult {
 	if r := preemptedStillHeld(job); r != nil {
+		return r
+	}
+	if r := ssn.unsupported(job); r != nil {
 		return r
 	}
 	for _, fn := range ssn.jobValid {

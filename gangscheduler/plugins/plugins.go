@@ -6,7 +6,9 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/drf"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/gang"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/interpodaffinity"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/nodeorder"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/podtopologyspread"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/predicates"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/priority"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/proportion"
@@ -14,13 +16,17 @@ import (
 
 // Default returns the default plugin set, in registration order: priority
 // orders jobs and tasks, gang decides readiness and validity, predicates
-// filter nodes, nodeorder scores them. A plugin keeps no state between
-// sessions, so the same values may open any number of sessions.
+// filter nodes by the node-local rules, interpodaffinity and
+// podtopologyspread by the rules that relate pods to each other,
+// nodeorder scores nodes. A plugin keeps no state between sessions, so the
+// same values may open any number of sessions.
 func Default() []framework.Plugin {
 	return []framework.Plugin{
 		priority.New(),
 		gang.New(),
 		predicates.New(predicates.Config{}),
+		interpodaffinity.New(interpodaffinity.Config{}),
+		podtopologyspread.New(podtopologyspread.Config{}),
 		nodeorder.New(nodeorder.Config{}),
 	}
 }

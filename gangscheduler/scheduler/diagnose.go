@@ -18,7 +18,7 @@ const noRole = "pods"
 func pendingShape(ssn *framework.Session, job *api.JobInfo) (string, bool) {
 	tasks := job.PendingTasks()
 	slices.SortStableFunc(tasks, ssn.TaskCompare)
-	return api.Shape(tasks)
+	return api.Shape(tasks, ssn.LabelSensitive())
 }
 
 // Diagnose explains, role by role, why a gang could not be placed whole,
@@ -34,11 +34,12 @@ func pendingShape(ssn *framework.Session, job *api.JobInfo) (string, bool) {
 // which nodes it uses; should every pod fit that way, Diagnose returns ""
 // and the session's own finding stands.
 //
-// It costs about one pass over the nodes per equivalence class: the
-// statement only fills nodes, so a node that did not fit a class's pod
-// never fits the next one of the class, and the scan for it resumes where
-// the previous one stopped; and a class whose pod found no node is not
-// tried again.
+// It costs about one pass over the nodes per fit key (framework.FitKey):
+// the statement only fills nodes, so a node that did not fit a pod never
+// fits the next one of its key, and the scan for it resumes where the
+// previous one stopped; and a key whose pod found no node is not tried
+// again. Pods with rules that placements can satisfy (required pod
+// affinity, spread constraints) are scanned from the start each time.
 func Diagnose(ssn *framework.Session, job *api.JobInfo) string {
 	tasks := job.PendingTasks()
 	slices.SortStableFunc(tasks, ssn.TaskCompare)
@@ -50,8 +51,8 @@ func Diagnose(ssn *framework.Session, job *api.JobInfo) string {
 	roles := map[string]*roleFit{}
 	stmt := ssn.Statement()
 	defer stmt.Discard()
-	resume := map[*framework.Class]int{}
-	failed := map[*framework.Class]bool{}
+	resume := map[framework.FitKey]int{}
+	failed := map[framework.FitKey]bool{}
 	for _, t := range tasks {
 		r := roles[t.Role]
 		if r == nil {
@@ -60,14 +61,21 @@ func Diagnose(ssn *framework.Session, job *api.JobInfo) string {
 		}
 		r.pending++
 		cls := ssn.ClassOf(t)
-		if failed[cls] {
+		key, monotone := ssn.FitKey(cls, t)
+		if monotone && failed[key] {
 			continue
 		}
+		// A placement can make an earlier node fit a task whose rules it
+		// can satisfy: such a task's scan starts over.
+		from := 0
+		if monotone {
+			from = resume[key]
+		}
 		placed := false
-		for i := resume[cls]; i < len(ssn.NodeList); i++ {
+		for i := from; i < len(ssn.NodeList); i++ {
 			n := ssn.NodeList[i]
 			if ssn.PredicateWithClass(cls, t, n).Fit && stmt.Allocate(t, n) == nil {
-				resume[cls], placed = i, true
+				resume[key], placed = i, true
 				break
 			}
 		}
@@ -75,7 +83,7 @@ func Diagnose(ssn *framework.Session, job *api.JobInfo) string {
 			r.placed++
 			continue
 		}
-		failed[cls] = true
+		failed[key] = true
 		if r.why == "" {
 			r.why = ssn.Diagnose(t).String()
 		}

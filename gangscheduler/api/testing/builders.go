@@ -296,6 +296,98 @@ func (p *PodWrapper) PreemptedBy(scheduler string) *PodWrapper {
 	return p
 }
 
+// PodAffinity adds a required pod affinity term: pods labelled
+// selector (k=v pairs) in the pod's namespace, by topologyKey.
+func (p *PodWrapper) PodAffinity(topologyKey string, selector ...string) *PodWrapper {
+	a := p.podAffinity()
+	a.RequiredDuringSchedulingIgnoredDuringExecution = append(a.RequiredDuringSchedulingIgnoredDuringExecution, AffinityTerm(topologyKey, selector...))
+	return p
+}
+
+// PodAntiAffinity adds a required pod anti-affinity term.
+func (p *PodWrapper) PodAntiAffinity(topologyKey string, selector ...string) *PodWrapper {
+	a := p.podAntiAffinity()
+	a.RequiredDuringSchedulingIgnoredDuringExecution = append(a.RequiredDuringSchedulingIgnoredDuringExecution, AffinityTerm(topologyKey, selector...))
+	return p
+}
+
+// PreferredPodAffinity adds a preferred pod affinity term of weight w;
+// a negative w adds a preferred anti-affinity term of weight -w.
+func (p *PodWrapper) PreferredPodAffinity(w int32, topologyKey string, selector ...string) *PodWrapper {
+	if w < 0 {
+		a := p.podAntiAffinity()
+		a.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PreferredDuringSchedulingIgnoredDuringExecution,
+			corev1.WeightedPodAffinityTerm{Weight: -w, PodAffinityTerm: AffinityTerm(topologyKey, selector...)})
+		return p
+	}
+	a := p.podAffinity()
+	a.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PreferredDuringSchedulingIgnoredDuringExecution,
+		corev1.WeightedPodAffinityTerm{Weight: w, PodAffinityTerm: AffinityTerm(topologyKey, selector...)})
+	return p
+}
+
+// AffinityTerm is a pod affinity term selecting pods labelled selector
+// (k=v pairs) in the pod's own namespace, by topologyKey.
+func AffinityTerm(topologyKey string, selector ...string) corev1.PodAffinityTerm {
+	return corev1.PodAffinityTerm{TopologyKey: topologyKey, LabelSelector: LabelSelector(selector...)}
+}
+
+// LabelSelector selects the k=v pairs given.
+func LabelSelector(kv ...string) *metav1.LabelSelector {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return &metav1.LabelSelector{MatchLabels: m}
+}
+
+func (p *PodWrapper) podAffinity() *corev1.PodAffinity {
+	if p.Spec.Affinity == nil {
+		p.Spec.Affinity = &corev1.Affinity{}
+	}
+	if p.Spec.Affinity.PodAffinity == nil {
+		p.Spec.Affinity.PodAffinity = &corev1.PodAffinity{}
+	}
+	return p.Spec.Affinity.PodAffinity
+}
+
+func (p *PodWrapper) podAntiAffinity() *corev1.PodAntiAffinity {
+	if p.Spec.Affinity == nil {
+		p.Spec.Affinity = &corev1.Affinity{}
+	}
+	if p.Spec.Affinity.PodAntiAffinity == nil {
+		p.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	return p.Spec.Affinity.PodAntiAffinity
+}
+
+// Spread adds a topology spread constraint over pods labelled selector
+// (k=v pairs); mutate, if not nil, sets its other fields.
+func (p *PodWrapper) Spread(maxSkew int32, topologyKey string, when corev1.UnsatisfiableConstraintAction, mutate func(*corev1.TopologySpreadConstraint), selector ...string) *PodWrapper {
+	c := corev1.TopologySpreadConstraint{MaxSkew: maxSkew, TopologyKey: topologyKey, WhenUnsatisfiable: when, LabelSelector: LabelSelector(selector...)}
+	if mutate != nil {
+		mutate(&c)
+	}
+	p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, c)
+	return p
+}
+
+// PreferredNodeAffinity adds a preferred node affinity term of weight w:
+// key In values.
+func (p *PodWrapper) PreferredNodeAffinity(w int32, key string, values ...string) *PodWrapper {
+	if p.Spec.Affinity == nil {
+		p.Spec.Affinity = &corev1.Affinity{}
+	}
+	if p.Spec.Affinity.NodeAffinity == nil {
+		p.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := p.Spec.Affinity.NodeAffinity
+	na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution, corev1.PreferredSchedulingTerm{
+		Weight: w, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}}},
+	})
+	return p
+}
+
 // Labels sets labels.
 func (p *PodWrapper) Labels(kv ...string) *PodWrapper {
 	if p.ObjectMeta.Labels == nil {

@@ -15,6 +15,8 @@ package nodeorder
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
@@ -77,9 +79,57 @@ func New(cfg Config) framework.Plugin {
 
 func (p *plugin) Name() string { return Name }
 
+// OnSessionOpen registers the GPU-aware node order, and the preferences
+// of kube-scheduler's NodeAffinity and TaintToleration score plugins, with
+// their weights in its default profile: a pod's preferred node affinity
+// terms, and its nodes' PreferNoSchedule taints it does not tolerate.
+// Preferences outweigh the GPU bin-packing but not the GPU-node penalty
+// (see framework.PreferenceUnit).
 func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	s := &scorer{gpus: p.gpus, gpuNode: make([]gpuState, len(ssn.NodeList))}
 	ssn.AddNodeOrderFn(s.score)
+	ssn.Honour(Name, api.FeaturePreferredNodeAffinity)
+	ssn.AddPreference(framework.Preference{
+		Name:   "NodeAffinity",
+		Weight: 2,
+		Applies: func(t *api.TaskInfo) bool {
+			return t.Rules != nil && t.Rules.PreferredNodeAffinity != nil
+		},
+		Score:     func(t *api.TaskInfo, n *api.NodeInfo) int64 { return t.Rules.PreferredNodeAffinity.Score(n.Node) },
+		Normalize: framework.NormalizeToMax(false),
+	})
+	if ssn.PreferNoScheduleTaints() {
+		logger := klog.Background()
+		ssn.AddPreference(framework.Preference{
+			Name:   "TaintToleration",
+			Weight: 3,
+			Score: func(t *api.TaskInfo, n *api.NodeInfo) int64 {
+				var intolerable int64
+				for i := range n.Node.Spec.Taints {
+					taint := &n.Node.Spec.Taints[i]
+					if taint.Effect == corev1.TaintEffectPreferNoSchedule &&
+						!corev1helpers.TolerationsTolerateTaint(logger, preferNoScheduleTolerations(t.Pod), taint, false) {
+						intolerable++
+					}
+				}
+				return intolerable
+			},
+			Normalize: framework.NormalizeToMax(true),
+		})
+	}
+}
+
+// preferNoScheduleTolerations are the pod's tolerations that can tolerate
+// a PreferNoSchedule taint: those with that effect or none, as
+// kube-scheduler's TaintToleration score filters them.
+func preferNoScheduleTolerations(pod *corev1.Pod) []corev1.Toleration {
+	var out []corev1.Toleration
+	for _, t := range pod.Spec.Tolerations {
+		if t.Effect == "" || t.Effect == corev1.TaintEffectPreferNoSchedule {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // score scores node for task (see the package comment).

@@ -106,6 +106,7 @@
 - apiGroups:
   - ""
   resources:
+  - namespaces
   - nodes
   verbs:
   - get
