@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/troupe-ml/troupe/gangscheduler/actions"
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
@@ -16,13 +18,25 @@ import (
 // pinned to the CPU pool and workers with 2 GPUs each (three in the
 // design).
 func benchCluster(nodes, gangs, workers int) cluster {
+	return benchClusterWith(nodes, gangs, workers, false)
+}
+
+// benchClusterWith is benchCluster, and with rules the GPU nodes in 8
+// zones and the workers carrying the test harness's S5 rules: one worker
+// of the gang per node (required pod anti-affinity by hostname) and the
+// gang's workers spread over the zones (DoNotSchedule, maxSkew 1).
+func benchClusterWith(nodes, gangs, workers int, rules bool) cluster {
 	var c cluster
 	for i := range nodes {
 		if i < nodes/5 {
 			c.nodes = append(c.nodes, st.MakeNode(fmt.Sprintf("cpu-%05d", i)).Capacity("32", "128Gi", 0).Label("node-pool", "cpu").Obj())
-		} else {
-			c.nodes = append(c.nodes, st.MakeNode(fmt.Sprintf("gpu-%05d", i)).Capacity("64", "512Gi", 8).Label("node-pool", "gpu").Obj())
+			continue
 		}
+		n := st.MakeNode(fmt.Sprintf("gpu-%05d", i)).Capacity("64", "512Gi", 8).Label("node-pool", "gpu")
+		if rules {
+			n.Label(corev1.LabelTopologyZone, fmt.Sprintf("zone-%d", i%8))
+		}
+		c.nodes = append(c.nodes, n.Obj())
 	}
 	for g := range gangs {
 		name := fmt.Sprintf("job-%05d", g)
@@ -31,8 +45,13 @@ func benchCluster(nodes, gangs, workers int) cluster {
 		c.pods = append(c.pods, st.MakePod("bench", name+"-master-0").Job(name).Role("Master").
 			Req("1", "4Gi").NodeSelector("node-pool", "cpu").Obj())
 		for w := range workers {
-			c.pods = append(c.pods, st.MakePod("bench", fmt.Sprintf("%s-worker-%d", name, w)).Job(name).Role("Worker").
-				Req("4", "16Gi").GPU(2).Obj())
+			p := st.MakePod("bench", fmt.Sprintf("%s-worker-%d", name, w)).Job(name).Role("Worker").
+				Req("4", "16Gi").GPU(2).Labels("job", name, "role", "worker", "index", fmt.Sprint(w))
+			if rules {
+				p.PodAntiAffinity(corev1.LabelHostname, "job", name, "role", "worker").
+					Spread(1, corev1.LabelTopologyZone, corev1.DoNotSchedule, nil, "job", name, "role", "worker")
+			}
+			c.pods = append(c.pods, p.Obj())
 		}
 	}
 	return c
@@ -59,10 +78,23 @@ func BenchmarkEnqueueAllocate(b *testing.B) {
 	benchSessions(b, plugins.WithQueueShare, true, actions.NewEnqueue(), actions.NewAllocate())
 }
 
+// BenchmarkEnqueueAllocateRules is BenchmarkEnqueueAllocate on the same
+// gangs with placement rules (benchClusterWith): what the inter-pod
+// affinity and topology spread plugins add per pod, gang-aware.
+//
+//	go test -run=NONE -bench='EnqueueAllocate' -benchtime=3x ./gangscheduler/actions/
+func BenchmarkEnqueueAllocateRules(b *testing.B) {
+	benchSessionsWith(b, true, plugins.WithQueueShare, true, actions.NewEnqueue(), actions.NewAllocate())
+}
+
 func benchSessions(b *testing.B, plugs func() []framework.Plugin, pending bool, acts ...framework.Action) {
+	benchSessionsWith(b, false, plugs, pending, acts...)
+}
+
+func benchSessionsWith(b *testing.B, rules bool, plugs func() []framework.Plugin, pending bool, acts ...framework.Action) {
 	for _, size := range []struct{ nodes, gangs, workers int }{{1000, 500, 3}, {5000, 2000, 3}, {1000, 100, 15}} {
 		b.Run(fmt.Sprintf("nodes=%d/gangs=%d/workers=%d", size.nodes, size.gangs, size.workers), func(b *testing.B) {
-			c := benchCluster(size.nodes, size.gangs, size.workers)
+			c := benchClusterWith(size.nodes, size.gangs, size.workers, rules)
 			var stats framework.Stats
 			var bound, admitted int
 			b.ReportAllocs()

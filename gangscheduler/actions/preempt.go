@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
 )
@@ -19,7 +21,8 @@ import (
 // sees it over-committed.
 //
 // A preemptor is a job that is not ready (framework.Session.JobReady), has
-// pending pods, is valid, and is in an existing, open queue. That includes
+// pending pods, none of them with preemptionPolicy Never, is valid, and is
+// in an existing, open queue. That includes
 // a job enqueue did not admit: enqueue admits only gangs that fit now, so a
 // gang that needs preemption is never admitted first. Its trial placement
 // must stay within its queue's share and capability with the victims gone
@@ -84,7 +87,7 @@ func (p *Preempt) Execute(ssn *framework.Session) {
 
 	var starving []*api.JobInfo
 	for _, job := range ssn.Jobs {
-		if !job.HasPendingTasks() || ssn.JobReady(job) {
+		if !job.HasPendingTasks() || ssn.JobReady(job) || neverPreempts(job) {
 			continue
 		}
 		if q, ok := ssn.Queues[job.Queue]; !ok || !q.IsOpen() {
@@ -100,6 +103,20 @@ func (p *Preempt) Execute(ssn *framework.Session) {
 		pass.preemptFor(job)
 	}
 	pass.finish()
+}
+
+// neverPreempts reports whether a pending member of job has
+// preemptionPolicy Never (set on the pod from its PriorityClass): such a
+// pod waits for room rather than take it, as kube-scheduler's
+// DefaultPreemption has it, and a gang preempts only when every member it
+// is placing may.
+func neverPreempts(job *api.JobInfo) bool {
+	for _, t := range job.Tasks {
+		if t.Status == api.Pending && t.Pod.Spec.PreemptionPolicy != nil && *t.Pod.Spec.PreemptionPolicy == corev1.PreemptNever {
+			return true
+		}
+	}
+	return false
 }
 
 // preemptPass is one run of preempt.

@@ -128,6 +128,17 @@ func TestPreempt(t *testing.T) {
 		jobs:  []*api.JobInfo{job("low", 1, 0, api.JobRunning, 1), job("peer", 10, 0, api.JobRunning, 1), job("high", 10, 5, api.JobPending, 2)},
 		want:  map[api.JobID][]string{},
 	}, {
+		name:  "a preemptor with preemptionPolicy Never waits instead",
+		nodes: gpuNodes(1),
+		pods: slices.Concat(runningGang("low", 4, "gpu-0"), func() []*corev1.Pod {
+			pods := gpuGang("high", 1, 4)
+			never := corev1.PreemptNever
+			pods[0].Spec.PreemptionPolicy = &never
+			return pods
+		}()),
+		jobs: []*api.JobInfo{job("low", 1, 0, api.JobRunning, 1), job("high", 10, 5, api.JobPending, 1)},
+		want: map[api.JobID][]string{},
+	}, {
 		name:  "never a higher-priority victim",
 		nodes: gpuNodes(1),
 		pods:  slices.Concat(runningGang("higher", 4, "gpu-0"), gpuGang("high", 1, 4)),

@@ -68,7 +68,11 @@ type termRef struct {
 // the domains it is in.
 type termIndex struct {
 	byKey map[string]map[string][]termRef
-	n     int
+	// keys are byKey's keys, in the order they came: a node is checked
+	// against each, and ranging over a map on every check costs more
+	// than the check.
+	keys []string
+	n    int
 }
 
 func (x *termIndex) empty() bool { return x.n == 0 }
@@ -86,6 +90,7 @@ func (x *termIndex) add(n *api.NodeInfo, term *api.AffinityTerm, task *api.TaskI
 	if vals == nil {
 		vals = map[string][]termRef{}
 		x.byKey[term.TopologyKey] = vals
+		x.keys = append(x.keys, term.TopologyKey)
 	}
 	if v > 0 {
 		vals[value] = append(vals[value], termRef{term: term, task: task, weight: weight})
@@ -101,12 +106,12 @@ func (x *termIndex) add(n *api.NodeInfo, term *api.AffinityTerm, task *api.TaskI
 
 // selects reports whether a term in a domain the node is in selects task.
 func (x *termIndex) selects(s *state, task *api.TaskInfo, nodeLabels map[string]string) bool {
-	for key, vals := range x.byKey {
+	for _, key := range x.keys {
 		value, ok := nodeLabels[key]
 		if !ok {
 			continue
 		}
-		for _, r := range vals[value] {
+		for _, r := range x.byKey[key][value] {
 			if r.task.UID != task.UID && s.selectsTask(r.term, task) {
 				return true
 			}
@@ -119,12 +124,12 @@ func (x *termIndex) selects(s *state, task *api.TaskInfo, nodeLabels map[string]
 // that select task.
 func (x *termIndex) weightAt(s *state, task *api.TaskInfo, nodeLabels map[string]string) int64 {
 	var total int64
-	for key, vals := range x.byKey {
+	for _, key := range x.keys {
 		value, ok := nodeLabels[key]
 		if !ok {
 			continue
 		}
-		for _, r := range vals[value] {
+		for _, r := range x.byKey[key][value] {
 			if r.task.UID != task.UID && s.selectsTask(r.term, task) {
 				total += r.weight
 			}

@@ -39,6 +39,7 @@ import (
 
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/internal/podindex"
 )
 
 // Name is the plugin's name.
@@ -92,10 +93,14 @@ type state struct {
 	// (required affinity at hardWeight, preferred terms at their weight).
 	anti, prefs termIndex
 
-	// The task of the current search, and its memo of which indexed
-	// terms select it.
-	memoTask *api.TaskInfo
-	memo     map[*api.AffinityTerm]bool
+	// pods finds the pods on nodes a term may select.
+	pods *podindex.Index
+
+	// The task of the current search, its class's counts, and its memo of
+	// which indexed terms select it.
+	memoTask   *api.TaskInfo
+	memoCounts *ownCounts
+	memo       map[*api.AffinityTerm]bool
 }
 
 type classKey struct {
@@ -134,6 +139,7 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 		ssn: ssn, hardWeight: p.hardWeight,
 		byClass: map[classKey]*ownCounts{},
 		nodeOf:  map[api.TaskID]*api.NodeInfo{},
+		pods:    podindex.New(ssn.NodesTaken),
 	}
 	sensitive := false
 	for _, n := range ssn.NodesTaken() {
@@ -247,27 +253,62 @@ func normalizeMinMax(_ *api.TaskInfo, _ []*api.NodeInfo, scores []int64) {
 // countsOf returns the counts of task's class, computed on first ask and
 // brought up to date with the session's log.
 func (s *state) countsOf(task *api.TaskInfo) *ownCounts {
+	if task == s.memoTask && s.memoCounts != nil {
+		return s.catchUp(s.memoCounts)
+	}
 	key := classKey{cls: s.ssn.ClassOf(task)}
 	if key.cls == nil || task.Rules.LabelKeys {
 		key.labels = task.LabelsHash()
 	}
 	c := s.byClass[key]
 	if c == nil || key.cls == nil {
-		c = &ownCounts{rules: task.Rules, affinity: newDomains(), anti: newDomains(), score: newDomains(), applied: len(s.log)}
-		for _, n := range s.ssn.NodesTaken() {
-			for _, e := range n.Tasks {
-				s.count(c, e, n, 1)
-			}
-		}
+		c = s.newCounts(task.Rules)
 		if key.cls != nil {
 			s.byClass[key] = c
 		}
-		return c
 	}
+	s.setMemo(task)
+	s.memoCounts = c
+	return s.catchUp(c)
+}
+
+func (s *state) catchUp(c *ownCounts) *ownCounts {
 	for _, ch := range s.log[c.applied:] {
 		s.count(c, ch.task, ch.node, ch.v)
 	}
 	c.applied = len(s.log)
+	return c
+}
+
+// newCounts counts the pods on nodes under the terms of r, each term
+// visiting only the pods its selector may select (podindex).
+func (s *state) newCounts(r *api.PodRules) *ownCounts {
+	c := &ownCounts{rules: r, affinity: newDomains(), anti: newDomains(), score: newDomains(), applied: len(s.log)}
+	if len(r.Affinity) > 0 {
+		for _, p := range s.pods.Candidates(r.Affinity[0].Selector) {
+			if matchesAll(r.Affinity, p.Task.Pod, s.ssn.Namespaces[p.Task.Namespace]) {
+				for i := range r.Affinity {
+					c.affinity.addAt(p.Node, r.Affinity[i].TopologyKey, 1)
+				}
+			}
+		}
+	}
+	each := func(t *api.AffinityTerm, d *domains, v int64) {
+		for _, p := range s.pods.Candidates(t.Selector) {
+			if t.Matches(p.Task.Pod, s.ssn.Namespaces[p.Task.Namespace]) {
+				d.addAt(p.Node, t.TopologyKey, v)
+			}
+		}
+	}
+	for i := range r.AntiAffinity {
+		each(&r.AntiAffinity[i], &c.anti, 1)
+	}
+	for i := range r.PreferredAffinity {
+		each(&r.PreferredAffinity[i].AffinityTerm, &c.score, int64(r.PreferredAffinity[i].Weight))
+	}
+	for i := range r.PreferredAntiAffinity {
+		each(&r.PreferredAntiAffinity[i].AffinityTerm, &c.score, -int64(r.PreferredAntiAffinity[i].Weight))
+	}
 	return c
 }
 
@@ -326,11 +367,19 @@ func (s *state) index(task *api.TaskInfo, n *api.NodeInfo, v int64) {
 	}
 }
 
+// setMemo makes task the task of the current search.
+func (s *state) setMemo(task *api.TaskInfo) {
+	if task != s.memoTask {
+		s.memoTask, s.memoCounts, s.memo = task, nil, nil
+	}
+}
+
 // selectsTask reports whether term selects task, memoised for the task of
 // the current search.
 func (s *state) selectsTask(term *api.AffinityTerm, task *api.TaskInfo) bool {
-	if task != s.memoTask {
-		s.memoTask, s.memo = task, map[*api.AffinityTerm]bool{}
+	s.setMemo(task)
+	if s.memo == nil {
+		s.memo = map[*api.AffinityTerm]bool{}
 	}
 	m, ok := s.memo[term]
 	if !ok {
@@ -365,8 +414,13 @@ func (s *state) deallocate(task *api.TaskInfo) {
 
 func (s *state) record(task *api.TaskInfo, n *api.NodeInfo, v int64) {
 	s.log = append(s.log, change{task: task, node: n, v: v})
+	if v > 0 {
+		s.pods.Add(task, n)
+	} else {
+		s.pods.Remove(task)
+	}
 	if task.Rules.HasPodAffinity() {
 		s.index(task, n, v)
-		s.memoTask = nil // a term was added or removed
+		s.memo = nil // a term was added or removed
 	}
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/internal/podindex"
 )
 
 // Name is the plugin's name.
@@ -62,6 +63,14 @@ type state struct {
 	// log is the session's placements (+1) and their undoing (-1).
 	log    []change
 	nodeOf map[api.TaskID]*api.NodeInfo
+	// pods finds the pods on nodes a selector may select.
+	pods *podindex.Index
+
+	// The task of the last check, its counts, and which of its
+	// constraints select the task itself.
+	lastTask   *api.TaskInfo
+	lastCounts *spreadCounts
+	lastSelf   []int
 }
 
 type classKey struct {
@@ -103,7 +112,10 @@ type spreadCounts struct {
 
 func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.Honour(Name, api.FeatureTopologySpread)
-	s := &state{ssn: ssn, cfg: p.cfg, eligible: map[string]*eligibility{}, byClass: map[classKey]*spreadCounts{}, nodeOf: map[api.TaskID]*api.NodeInfo{}}
+	s := &state{
+		ssn: ssn, cfg: p.cfg, eligible: map[string]*eligibility{}, byClass: map[classKey]*spreadCounts{},
+		nodeOf: map[api.TaskID]*api.NodeInfo{}, pods: podindex.New(ssn.NodesTaken),
+	}
 	ssn.AddPredicateFnFor(s.filter, func(t *api.TaskInfo) bool { return t.Rules.HasSpread() && hasDoNotSchedule(t.Rules) })
 	ssn.AddEventHandler(framework.EventHandler{AllocateFunc: s.allocate, DeallocateFunc: s.deallocate})
 	ssn.AddPreference(framework.Preference{
@@ -122,7 +134,18 @@ func (s *state) filter(task *api.TaskInfo, node *api.NodeInfo) framework.Status 
 	if !r.HasSpread() || !hasDoNotSchedule(r) {
 		return framework.Fit
 	}
-	c := s.countsOf(task)
+	if task != s.lastTask {
+		s.lastTask, s.lastCounts = task, s.countsOf(task)
+		s.lastSelf = s.lastSelf[:0]
+		for i := range r.Spread {
+			self := 0
+			if r.Spread[i].Selector.Matches(labels.Set(task.Pod.Labels)) {
+				self = 1
+			}
+			s.lastSelf = append(s.lastSelf, self)
+		}
+	}
+	c := s.catchUp(s.lastCounts)
 	for i := range r.Spread {
 		con := &r.Spread[i]
 		if !con.DoNotSchedule {
@@ -132,11 +155,7 @@ func (s *state) filter(task *api.TaskInfo, node *api.NodeInfo) framework.Status 
 		if !ok {
 			return framework.Unfit(ReasonNodeLabelNotMatch)
 		}
-		self := 0
-		if con.Selector.Matches(labels.Set(task.Pod.Labels)) {
-			self = 1
-		}
-		if c.counts[i][value]+self-c.globalMin(i) > int(con.MaxSkew) {
+		if c.counts[i][value]+s.lastSelf[i]-c.globalMin(i) > int(con.MaxSkew) {
 			return framework.Unfit(ReasonConstraintsNotMatch)
 		}
 	}
@@ -193,11 +212,7 @@ func (s *state) countsOf(task *api.TaskInfo) *spreadCounts {
 	}
 	c := s.byClass[key]
 	if c != nil && key.cls != nil {
-		for _, ch := range s.log[c.applied:] {
-			c.count(ch.task, ch.node, ch.v)
-		}
-		c.applied = len(s.log)
-		return c
+		return s.catchUp(c)
 	}
 	elig := s.eligibilityOf(task)
 	c = &spreadCounts{
@@ -207,10 +222,9 @@ func (s *state) countsOf(task *api.TaskInfo) *spreadCounts {
 	}
 	for i := range c.counts {
 		c.counts[i] = map[string]int{}
-	}
-	for _, n := range s.ssn.NodesTaken() {
-		for _, e := range n.Tasks {
-			c.count(e, n, 1)
+		// Each constraint visits only the pods its selector may select.
+		for _, p := range s.pods.Candidates(task.Rules.Spread[i].Selector) {
+			c.countFor(i, p.Task, p.Node, 1)
 		}
 	}
 	if key.cls != nil {
@@ -219,25 +233,37 @@ func (s *state) countsOf(task *api.TaskInfo) *spreadCounts {
 	return c
 }
 
+// catchUp applies the session's changes since c was last brought up to
+// date.
+func (s *state) catchUp(c *spreadCounts) *spreadCounts {
+	for _, ch := range s.log[c.applied:] {
+		c.count(ch.task, ch.node, ch.v)
+	}
+	c.applied = len(s.log)
+	return c
+}
+
 // count counts pod e, on node n, v times. Pods being deleted do not
 // count, as in kube-scheduler; a pod an action evicts tentatively still
 // has no deletion timestamp, so its eviction and its return both count.
 func (c *spreadCounts) count(e *api.TaskInfo, n *api.NodeInfo, v int) {
-	if e.Namespace != c.namespace || e.Pod == nil || e.Pod.DeletionTimestamp != nil {
+	for i := range c.rules.Spread {
+		c.countFor(i, e, n, v)
+	}
+}
+
+// countFor is count for constraint i alone.
+func (c *spreadCounts) countFor(i int, e *api.TaskInfo, n *api.NodeInfo, v int) {
+	if e.Namespace != c.namespace || e.Pod == nil || e.Pod.DeletionTimestamp != nil || !c.elig.nodes[i][n.Index] {
 		return
 	}
-	for i := range c.rules.Spread {
-		con := &c.rules.Spread[i]
-		if !c.elig.nodes[i][n.Index] {
-			continue
-		}
-		// An empty selector counts nothing, as in kube-scheduler.
-		if con.Selector.Empty() || !con.Selector.Matches(labels.Set(e.Pod.Labels)) {
-			continue
-		}
-		c.counts[i][n.Node.Labels[con.TopologyKey]] += v
-		c.stale = true
+	// An empty selector counts nothing, as in kube-scheduler.
+	con := &c.rules.Spread[i]
+	if con.Selector.Empty() || !con.Selector.Matches(labels.Set(e.Pod.Labels)) {
+		return
 	}
+	c.counts[i][n.Node.Labels[con.TopologyKey]] += v
+	c.stale = true
 }
 
 // eligibilityOf returns the eligible nodes and domains of task's class
@@ -361,6 +387,7 @@ func (s *state) allocate(task *api.TaskInfo) {
 	}
 	s.nodeOf[task.UID] = n
 	s.log = append(s.log, change{task: task, node: n, v: 1})
+	s.pods.Add(task, n)
 }
 
 func (s *state) deallocate(task *api.TaskInfo) {
@@ -372,4 +399,5 @@ func (s *state) deallocate(task *api.TaskInfo) {
 		return
 	}
 	s.log = append(s.log, change{task: task, node: n, v: -1})
+	s.pods.Remove(task)
 }

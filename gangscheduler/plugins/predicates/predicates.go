@@ -1,11 +1,10 @@
-// Package predicates decides whether a task may go on a node, with
-// kube-scheduler's semantics for what it covers: node selector and required
-// node affinity, NoSchedule/NoExecute taints, cordoned nodes, host ports,
-// pod count and resource requests. The Kubernetes helpers
+// Package predicates decides whether a task may go on a node by the
+// node-local rules, with kube-scheduler's semantics: node selector and
+// required node affinity, NoSchedule/NoExecute taints, cordoned nodes,
+// host ports, pod count and resource requests. The Kubernetes helpers
 // (k8s.io/component-helpers) do the matching, so the rules are the same
-// code, not a re-implementation.
-//
-// Not covered yet: inter-pod affinity, topology spread, volumes, DRA.
+// code, not a re-implementation. The rules that relate pods to each other
+// are the interpodaffinity and podtopologyspread plugins'.
 package predicates
 
 import (

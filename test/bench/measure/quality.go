@@ -2,6 +2,7 @@ package measure
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/troupe-ml/troupe/test/bench/scenario"
@@ -21,6 +22,12 @@ type Quality struct {
 	// only not used yet.
 	PendingGPUPods int
 	Stranded       int64
+	// RuleBreaches counts the gangs whose bound pods break a rule they
+	// carry (S5's): two pods on one node whose required anti-affinity by
+	// hostname selects each other, or pods of a DoNotSchedule spread
+	// constraint over zones more than maxSkew apart (counted over every
+	// zone the nodes have).
+	RuleBreaches int
 }
 
 // Occupancy is the share of the GPUs in use.
@@ -75,6 +82,7 @@ func Assess(nodes []*corev1.Node, pods []*corev1.Pod) Quality {
 			}
 		}
 	}
+	q.RuleBreaches = ruleBreaches(nodes, pods)
 	q.PendingGPUPods = len(pending)
 	if len(pending) == 0 {
 		return q
@@ -95,6 +103,74 @@ func anyFits(pods []*corev1.Pod, node *corev1.Node, free request) bool {
 		if labels.SelectorFromSet(p.Spec.NodeSelector).Matches(labels.Set(node.Labels)) &&
 			r.milliCPU <= free.milliCPU && r.memory <= free.memory && r.gpus <= free.gpus {
 			return true
+		}
+	}
+	return false
+}
+
+// ruleBreaches counts the gangs that break S5's rules (see Quality). It
+// judges the placement from the pods' own rules, so a placer that ignores
+// them shows.
+func ruleBreaches(nodes []*corev1.Node, pods []*corev1.Pod) int {
+	zones := map[string]bool{}
+	zoneOf := map[string]string{}
+	for _, n := range nodes {
+		if z, ok := n.Labels[corev1.LabelTopologyZone]; ok {
+			zones[z] = true
+			zoneOf[n.Name] = z
+		}
+	}
+	byGang := map[string][]*corev1.Pod{}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			byGang[scenario.GangOf(p)] = append(byGang[scenario.GangOf(p)], p)
+		}
+	}
+	breaches := 0
+	for _, gang := range byGang {
+		if gangBreaks(gang, zones, zoneOf) {
+			breaches++
+		}
+	}
+	return breaches
+}
+
+func gangBreaks(gang []*corev1.Pod, zones map[string]bool, zoneOf map[string]string) bool {
+	for _, p := range gang {
+		if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+			for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+				if err != nil || term.TopologyKey != corev1.LabelHostname {
+					continue
+				}
+				for _, o := range gang {
+					if o != p && o.Spec.NodeName == p.Spec.NodeName && sel.Matches(labels.Set(o.Labels)) {
+						return true
+					}
+				}
+			}
+		}
+		for _, c := range p.Spec.TopologySpreadConstraints {
+			sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+			if err != nil || c.TopologyKey != corev1.LabelTopologyZone || c.WhenUnsatisfiable != corev1.DoNotSchedule {
+				continue
+			}
+			count := map[string]int{}
+			for z := range zones {
+				count[z] = 0
+			}
+			for _, o := range gang {
+				if z, ok := zoneOf[o.Spec.NodeName]; ok && sel.Matches(labels.Set(o.Labels)) {
+					count[z]++
+				}
+			}
+			lo, hi := len(gang), 0
+			for _, n := range count {
+				lo, hi = min(lo, n), max(hi, n)
+			}
+			if hi-lo > int(c.MaxSkew) {
+				return true
+			}
 		}
 	}
 	return false

@@ -30,6 +30,9 @@ const (
 	// warm round may grow from S4 to S4x4 (four times the nodes) and
 	// still count as independent of the node count.
 	NodeCostGoal = 1.25
+	// RulesCostGoal is the most Troupe's CPU per pod may grow from S1 to
+	// S5 (the same gangs, with pod anti-affinity and topology spread).
+	RulesCostGoal = 1.5
 )
 
 // Verdict is one goal's outcome.
@@ -81,7 +84,23 @@ func Goals(results []Result) []Verdict {
 		noPartial(results),
 		flatCycles(ix),
 		nodeIndependent(ix),
+		rulesCost(ix),
 	}
+}
+
+// rulesCost judges what placement rules cost Troupe: its whole process's
+// CPU time per pod bound in S5 against S1's, in the same run.
+func rulesCost(ix index) Verdict {
+	v := Verdict{Goal: fmt.Sprintf("Troupe's CPU per pod with placement rules at most %.1f× without (whole-process CPU per pod, S5 / S1)", RulesCostGoal)}
+	plain, ok1 := ix.get("S1", Troupe)
+	rules, ok2 := ix.get("S5", Troupe)
+	if !ok1 || !ok2 || plain.CPUPerPod() == 0 || rules.CPUPerPod() == 0 {
+		return v
+	}
+	ratio := float64(rules.CPUPerPod()) / float64(plain.CPUPerPod())
+	v.Known, v.Met = true, ratio <= RulesCostGoal
+	v.Detail = fmt.Sprintf("%v per pod in S5, %v in S1 (%.2f×)", round(rules.CPUPerPod()), round(plain.CPUPerPod()), ratio)
+	return v
 }
 
 func nullShare(ix index) Verdict {

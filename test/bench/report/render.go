@@ -37,6 +37,7 @@ func Markdown(w io.Writer, meta Meta, results []Result) {
 		scenarioTable(w, ix, name, results)
 	}
 	qualityTable(w, results)
+	rulesTable(w, ix, results)
 	cycleTable(w, ix)
 	nodeCostTable(w, ix)
 	writesTable(w, results)
@@ -124,6 +125,27 @@ func where(results []Result, keep func(Result) bool) []Result {
 		}
 	}
 	return out
+}
+
+// rulesTable shows, for S5, which placers kept the rules the pods carry
+// and what the rules cost them beside S1.
+func rulesTable(w io.Writer, ix index, results []Result) {
+	rows := where(results, func(r Result) bool { return r.Scenario.Name == "S5" && r.Err == nil })
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### Placement rules (S5)\n\n")
+	fmt.Fprintf(w, "| placer | gangs bound whole | gangs breaking a rule | CPU/pod | CPU/pod in S1 | × S1 |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, r := range rows {
+		s1, vs := "", ""
+		if plain, ok := ix.get("S1", r.Placer); ok && plain.CPUPerPod() > 0 {
+			s1 = round(plain.CPUPerPod()).String()
+			vs = fmt.Sprintf("%.2f", float64(r.CPUPerPod())/float64(plain.CPUPerPod()))
+		}
+		fmt.Fprintf(w, "| %s | %d / %d | %d | %v | %s | %s |\n", r.Placer, r.Scenario.Gangs-len(r.NeverUp), r.Scenario.Gangs,
+			r.Quality.RuleBreaches, round(r.CPUPerPod()), s1, vs)
+	}
+	fmt.Fprintln(w)
 }
 
 func qualityTable(w io.Writer, results []Result) {

@@ -29,13 +29,13 @@ func pytorchRoles(workers, gpus int, workerSelector map[string]string) []Role {
 }
 
 // Names are the scenarios in the order they run.
-var Names = []string{"S1", "S2", "S3", "S4", "S4x4", "Q"}
+var Names = []string{"S1", "S2", "S3", "S4", "S4x4", "Q", "S5"}
 
 // Catalog returns every scenario at scale (1 is the design's reference
 // point: 1000 nodes, 500 gangs of 4 pods, client QPS 1000); hold is how
 // long S3's gangs run.
 func Catalog(scale float64, hold time.Duration) []Scenario {
-	return []Scenario{s1(scale), s2(scale), s3(scale, hold), s4(scale, 1), s4(scale, 4), quality(scale)}
+	return []Scenario{s1(scale), s2(scale), s3(scale, hold), s4(scale, 1), s4(scale, 4), quality(scale), s5(scale)}
 }
 
 // s1, many small gangs: the design's reference workload; everything fits.
@@ -129,4 +129,18 @@ func quality(scale float64) Scenario {
 			{Type: kubeflowv1.PyTorchJobReplicaTypeWorker, Replicas: 4, CPU: "8", Memory: "32Gi", GPUs: 2, TolerateGPU: true},
 		},
 	}
+}
+
+// s5, placement rules: S1 with its GPU nodes in 8 zones and workers that
+// carry the rules a DDP job commonly does: one worker per node (required
+// pod anti-affinity among the gang's workers, by hostname) and the
+// workers spread over zones (a DoNotSchedule constraint, maxSkew 1).
+// Everything fits. What S5 costs a scheduler beyond S1 is what those
+// rules cost it.
+func s5(scale float64) Scenario {
+	s := s1(scale)
+	s.Name, s.Title = "S5", "S1 with placement rules (one worker per node, workers spread over 8 zones)"
+	s.Pools[1].Zones = 8
+	s.Roles[1].OnePerNode, s.Roles[1].SpreadZones = true, true
+	return s
 }

@@ -23,7 +23,11 @@ func (s Scenario) NodeObjects() []*corev1.Node {
 	var nodes []*corev1.Node
 	for _, p := range s.Pools {
 		for i := range p.Count {
-			nodes = append(nodes, p.node(fmt.Sprintf("%s-%d", p.Name, i)))
+			n := p.node(fmt.Sprintf("%s-%d", p.Name, i))
+			if p.Zones > 0 {
+				n.Labels[corev1.LabelTopologyZone] = fmt.Sprintf("zone-%d", i%p.Zones)
+			}
+			nodes = append(nodes, n)
 		}
 	}
 	return nodes
@@ -93,6 +97,7 @@ func (s Scenario) Gang(i int, ns string, dialect Decorator) Gang {
 	var replicas []integrations.Replica
 	for ri, r := range s.Roles {
 		tmpl := r.template()
+		r.placementRules(tmpl, name)
 		replicas = append(replicas, integrations.Replica{Role: integrations.RoleOf(string(r.Type)), Replicas: int32(r.Replicas), Template: tmpl})
 		for idx := range r.Replicas {
 			g.Pods = append(g.Pods, s.pod(g, r, tmpl, idx, ri == 0, dialect))
@@ -149,6 +154,25 @@ func (r Role) template() *corev1.PodTemplateSpec {
 		tmpl.Spec.Tolerations = []corev1.Toleration{{Key: GPUTaint.Key, Operator: corev1.TolerationOpExists, Effect: GPUTaint.Effect}}
 	}
 	return tmpl
+}
+
+// placementRules adds the role's rules toward its gang's other pods of
+// the role to tmpl: the selector names the gang (job-name) and the role
+// (replica-type), as a user's manifest would.
+func (r Role) placementRules(tmpl *corev1.PodTemplateSpec, gang string) {
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{
+		kubeflowv1.JobNameLabel: gang, kubeflowv1.ReplicaTypeLabel: integrations.RoleOf(string(r.Type)),
+	}}
+	if r.OnePerNode {
+		tmpl.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname, LabelSelector: sel}},
+		}}
+	}
+	if r.SpreadZones {
+		tmpl.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel,
+		}}
+	}
 }
 
 // IsMaster reports whether a pod is the first role's (master or

@@ -42,6 +42,9 @@ type NodePool struct {
 	GPUs   int
 	// Model is the GPU model label value; empty on CPU nodes.
 	Model string
+	// Zones, if set, spreads the pool's nodes over that many zones
+	// (topology.kubernetes.io/zone zone-0, zone-1, ..., round robin).
+	Zones int
 }
 
 // Role is one replica type of the gangs.
@@ -56,6 +59,12 @@ type Role struct {
 	NodeSelector map[string]string
 	// TolerateGPU adds a toleration of GPUTaint.
 	TolerateGPU bool
+	// OnePerNode gives the role's pods required pod anti-affinity toward
+	// the role's other pods of their gang, by hostname: one per node.
+	OnePerNode bool
+	// SpreadZones gives them a DoNotSchedule topology spread constraint
+	// over zones, maxSkew 1, among the role's pods of their gang.
+	SpreadZones bool
 }
 
 // Scenario is one workload: a cluster and the gangs to place on it.

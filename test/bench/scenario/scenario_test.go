@@ -1,6 +1,7 @@
 package scenario_test
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -48,6 +49,7 @@ func TestCatalogAtTheReferencePoint(t *testing.T) {
 		{name: "S4", nodes: 1000, gangs: 47, pods: 188, mustBindAll: true, scarceNodes: 20},
 		{name: "S4x4", nodes: 4000, gangs: 47, pods: 188, mustBindAll: true, scarceNodes: 20},
 		{name: "Q", nodes: 300, gangs: 100, pods: 500},
+		{name: "S5", nodes: 1000, gangs: 500, pods: 2000, mustBindAll: true},
 	}
 	all := byName(t, 1)
 	for _, tc := range tests {
@@ -214,6 +216,39 @@ func TestGangDialects(t *testing.T) {
 				t.Errorf("gang spec %+v", g.Spec)
 			}
 		})
+	}
+}
+
+// S5 is S1 with its workers' rules toward the gang's own workers, and its
+// GPU nodes spread over 8 zones.
+func TestS5CarriesPlacementRules(t *testing.T) {
+	s := byName(t, 1)["S5"]
+	zones := map[string]int{}
+	for _, n := range s.NodeObjects() {
+		if n.Labels[scenario.PoolLabel] == scenario.PoolGPU {
+			zones[n.Labels[corev1.LabelTopologyZone]]++
+		}
+	}
+	if len(zones) != 8 || zones["zone-0"] != 100 {
+		t.Errorf("GPU nodes per zone %v, want 8 zones of 100", zones)
+	}
+	g := s.Gang(3, "bench", troupe.Backend{})
+	master, worker := g.Pods[0], g.Pods[1]
+	if master.Spec.Affinity != nil || len(master.Spec.TopologySpreadConstraints) != 0 {
+		t.Errorf("the master carries rules: %+v %+v", master.Spec.Affinity, master.Spec.TopologySpreadConstraints)
+	}
+	want := map[string]string{kubeflowv1.JobNameLabel: g.Name, kubeflowv1.ReplicaTypeLabel: "worker"}
+	anti := worker.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	if len(anti) != 1 || anti[0].TopologyKey != corev1.LabelHostname || !maps.Equal(anti[0].LabelSelector.MatchLabels, want) {
+		t.Errorf("worker anti-affinity %+v, want one per node among %v", anti, want)
+	}
+	spread := worker.Spec.TopologySpreadConstraints
+	if len(spread) != 1 || spread[0].TopologyKey != corev1.LabelTopologyZone || spread[0].MaxSkew != 1 ||
+		spread[0].WhenUnsatisfiable != corev1.DoNotSchedule || !maps.Equal(spread[0].LabelSelector.MatchLabels, want) {
+		t.Errorf("worker spread %+v", spread)
+	}
+	if s1 := byName(t, 1)["S1"].Gang(3, "bench", troupe.Backend{}); s1.Pods[1].Spec.Affinity != nil {
+		t.Errorf("S1's workers carry rules: S5 changed S1")
 	}
 }
 

@@ -24,12 +24,13 @@ import (
 	"github.com/troupe-ml/troupe/internal/testutil"
 )
 
-// The scheduler's promise kept through the public surface: a PyTorchJob
-// manifest in, and at no point a gang partly on the cluster for longer
-// than the partial-gang grace period, whatever happens after the
-// decision. Each spec has its own namespace and nodes, labelled with the
-// namespace, and its jobs select those nodes alone.
-var _ = Describe("No partial gang: PyTorchJobs through the operator and troupe-scheduler", Ordered, ContinueOnFailure, func() {
+// The scheduler's promises kept through the public surface, a PyTorchJob
+// manifest in: no gang partly on the cluster for longer than the
+// partial-gang grace period, whatever happens after the decision, and
+// every placement rule of the pods honoured among the gang's own members.
+// Each spec has its own namespace and nodes, labelled with the namespace,
+// and its jobs select those nodes alone.
+var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and troupe-scheduler", Ordered, ContinueOnFailure, func() {
 	const (
 		poolKey = "troupe.test/pool"
 		grace   = "--partial-gang-grace-period=2s"
@@ -222,6 +223,67 @@ var _ = Describe("No partial gang: PyTorchJobs through the operator and troupe-s
 
 		other := node("gpu-ok", "gpu", 8)
 		whole("refused", 3, other.Name)
+	})
+
+	It("places workers with required anti-affinity among themselves one per node", func() {
+		node("cpu", "cpu", 0)
+		for i := range 3 {
+			node(fmt.Sprintf("gpu-%d", i), "gpu", 8)
+		}
+		s, err := testutil.StartScheduler(suite.Env.Config, grace)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(s.Stop)
+
+		// Without the rule the three 2-GPU workers bin-pack onto one node.
+		job("ddp", 3, "2", func(w *testutil.ReplicaBuilder) {
+			w.PodSpec(func(spec *corev1.PodSpec) {
+				spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+					RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+						TopologyKey: corev1.LabelHostname,
+						LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+							kubeflowv1.JobNameLabel: "ddp", kubeflowv1.ReplicaTypeLabel: "worker",
+						}},
+					}},
+				}}
+			})
+		})
+		whole("ddp", 4, "")
+		hosts := map[string]bool{}
+		for _, p := range live(Default, "ddp") {
+			if p.Labels[kubeflowv1.ReplicaTypeLabel] == "worker" {
+				Expect(hosts).NotTo(HaveKey(p.Spec.NodeName), "two workers on %s", p.Spec.NodeName)
+				hosts[p.Spec.NodeName] = true
+			}
+		}
+	})
+
+	It("keeps a topology spread constraint's skew over the gang's own workers", func() {
+		node("cpu", "cpu", 0)
+		for i := range 2 {
+			node(fmt.Sprintf("gpu-%d", i), "gpu", 8)
+		}
+		s, err := testutil.StartScheduler(suite.Env.Config, grace)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(s.Stop)
+
+		job("spread", 4, "1", func(w *testutil.ReplicaBuilder) {
+			w.PodSpec(func(spec *corev1.PodSpec) {
+				spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+					MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+						kubeflowv1.JobNameLabel: "spread", kubeflowv1.ReplicaTypeLabel: "worker",
+					}},
+				}}
+			})
+		})
+		whole("spread", 5, "")
+		perNode := map[string]int{}
+		for _, p := range live(Default, "spread") {
+			if p.Labels[kubeflowv1.ReplicaTypeLabel] == "worker" {
+				perNode[p.Spec.NodeName]++
+			}
+		}
+		Expect(perNode).To(Equal(map[string]int{ns + "-gpu-0": 2, ns + "-gpu-1": 2}))
 	})
 
 	Context("with the scheduler as a process of its own, killed in the middle of a commit", func() {

@@ -1,0 +1,58 @@
+package measure
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/troupe-ml/troupe/integrations/troupe"
+	"github.com/troupe-ml/troupe/test/bench/scenario"
+)
+
+// S5's rules judged from the pods alone: one worker per node, workers
+// spread over the zones with a skew of at most 1.
+func TestRuleBreaches(t *testing.T) {
+	var s5 scenario.Scenario
+	for _, s := range scenario.Catalog(0.02, time.Second) {
+		if s.Name == "S5" {
+			s5 = s
+		}
+	}
+	nodes := s5.NodeObjects() // 4 CPU nodes, 16 GPU nodes over 8 zones
+	gpu := func(i int) string { return nodes[4+i].Name }
+	tests := []struct {
+		name string
+		// workers[i] is the GPU node index of worker i ("-1": unbound).
+		workers []int
+		want    int
+	}{
+		{"one per node, three zones", []int{0, 1, 2}, 0},
+		{"two workers on one node", []int{0, 0, 2}, 1},
+		{"one per node, but two in zone-0 while five zones are empty", []int{0, 8, 1}, 1},
+		{"an unbound worker counts for nothing", []int{0, 1, -1}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := s5.Gang(0, "bench", troupe.Backend{})
+			for i, n := range tt.workers {
+				if n >= 0 {
+					g.Pods[1+i].Spec.NodeName = gpu(n)
+				}
+			}
+			g.Pods[0].Spec.NodeName = nodes[0].Name
+			if got := Assess(nodes, g.Pods).RuleBreaches; got != tt.want {
+				t.Errorf("RuleBreaches = %d, want %d", got, tt.want)
+			}
+		})
+	}
+	var plain []*corev1.Pod
+	for _, p := range s5.Gang(1, "bench", troupe.Backend{}).Pods {
+		p.Spec.Affinity, p.Spec.TopologySpreadConstraints = nil, nil
+		p.Spec.NodeName = gpu(0)
+		plain = append(plain, p)
+	}
+	if got := Assess(nodes, plain).RuleBreaches; got != 0 {
+		t.Errorf("pods without rules breach %d, want 0", got)
+	}
+}
