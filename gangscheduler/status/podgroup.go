@@ -187,8 +187,9 @@ func Compute(g Gang, now time.Time) Update {
 //     message, True since the record's time, or False once Reclaimed;
 //   - partial without a record (binds of this cycle failed after the
 //     decision made it whole), True with reason MembersMissing;
-//   - otherwise False with reason Whole if it was True, and left out if
-//     the gang was never partial.
+//   - otherwise, if it was True, False with reason Whole (members hold
+//     nodes: the gang is whole) or NoneBound (none does: it is being torn
+//     down); left out if the gang was never partial.
 func partialCondition(g Gang, st *schedulingv1alpha1.PodGroupStatus, now time.Time) bool {
 	set := func(status metav1.ConditionStatus, reason, message string, since time.Time) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
@@ -205,8 +206,10 @@ func partialCondition(g Gang, st *schedulingv1alpha1.PodGroupStatus, now time.Ti
 	case partial:
 		set(metav1.ConditionTrue, schedulingv1alpha1.PodGroupReasonMembersMissing, g.Job.MemberSummary()+
 			"; the missing members are placed first of all, and the members on nodes are deleted if the gang cannot be completed within the partial-gang grace period", now)
-	case meta.IsStatusConditionTrue(st.Conditions, schedulingv1alpha1.PodGroupPartial):
+	case meta.IsStatusConditionTrue(st.Conditions, schedulingv1alpha1.PodGroupPartial) && g.Job.HoldsNodes():
 		set(metav1.ConditionFalse, schedulingv1alpha1.PodGroupReasonWhole, "the gang is whole", now)
+	case meta.IsStatusConditionTrue(st.Conditions, schedulingv1alpha1.PodGroupPartial):
+		set(metav1.ConditionFalse, schedulingv1alpha1.PodGroupReasonNoneBound, "no member is bound any more; the gang is placed whole or not at all once its pods are back", now)
 	}
 	return partial
 }

@@ -72,7 +72,7 @@ const (
 	// the gang first of all, and reclaims the bound members (deletes them,
 	// for their controller to recreate) once the partial-gang grace period
 	// has passed since then. It turns False with reason Reclaimed (the
-	// message says why) or Whole.
+	// message says why), Whole, or NoneBound.
 	PodGroupPartial = "Partial"
 )
 
@@ -128,6 +128,10 @@ const (
 	PodGroupReasonReclaimed = "Reclaimed"
 	// PodGroupReasonWhole (Partial=False): the gang is whole again.
 	PodGroupReasonWhole = "Whole"
+	// PodGroupReasonNoneBound (Partial=False): no member is bound any more
+	// (the gang is being torn down, or its members were deleted); the gang
+	// is placed whole or not at all when its pods are recreated.
+	PodGroupReasonNoneBound = "NoneBound"
 )
 
 // PodGroup is a set of pods that are worth running only together: the
