@@ -82,7 +82,7 @@ helm: ## Build helm from the Go module proxy (cached); prints its path.
 ##@ Test
 
 .PHONY: controlplane
-controlplane: ## Build etcd, kube-apiserver and kube-controller-manager from Go modules (cached).
+controlplane: ## Build etcd, kube-apiserver, kube-controller-manager and kube-scheduler from Go modules (cached).
 	hack/controlplane.sh
 
 .PHONY: test
