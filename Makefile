@@ -89,6 +89,12 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager and kube-sc
 test: ## Unit and envtest suites against a real kube-apiserver and etcd.
 	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" HELM="$$(hack/helm.sh)" go test $(GO_TEST_FLAGS) ./...
 
+DIFFERENTIAL_FLAGS ?=
+
+.PHONY: differential
+differential: ## The differential suite alone, verbose: troupe-scheduler against kube-scheduler, judged by an independent checker (docs/differential.md).
+	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" go test -count=1 ./test/differential/ -ginkgo.v $(DIFFERENTIAL_FLAGS)
+
 .PHONY: peers
 peers: ## Build the peer gang schedulers (Volcano's, kube-scheduler with Coscheduling) from Go modules (cached); prints their paths.
 	hack/peer-schedulers.sh volcano coscheduling
