@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -65,7 +64,7 @@ func startSchedulers(ctx context.Context) *schedulers {
 	Expect(err).NotTo(HaveOccurred())
 	s.kube, err = peers.StartKubeScheduler(ctx, peers.KubeSchedulerOptions{Options: peers.Options{
 		Binary: bin, Kubeconfig: kubeconfig, LogFile: s.kubeLog, QPS: 200, Burst: 400,
-		// 2 logs each attempt and bind, which a failed case shows.
+		// At 2 it logs every bind, which a failed case shows.
 		Verbosity: 2,
 	}})
 	Expect(err).NotTo(HaveOccurred())
@@ -92,7 +91,7 @@ func startSchedulers(ctx context.Context) *schedulers {
 	done := make(chan error, 1)
 	go func() {
 		defer GinkgoRecover()
-		done <- schedulerapp.Run(runCtx, suite.Env.Config, opts, func(o *ctrl.Options) { o.Controller.SkipNameValidation = ptr.To(true) })
+		done <- schedulerapp.Run(runCtx, suite.Env.Config, opts)
 	}()
 	DeferCleanup(func() {
 		cancel()
