@@ -8,8 +8,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/troupe-ml/troupe/internal/placementcheck"
 	"github.com/troupe-ml/troupe/internal/testutil"
-	"github.com/troupe-ml/troupe/test/differential/checker"
 )
 
 // gangCase is a gang that kube-scheduler cannot place whole (it places
@@ -87,10 +87,10 @@ func runGang(ctx context.Context, s *schedulers, gc gangCase) {
 		}
 	}
 	var problems []string
-	var viol []checker.Violation
+	var viol []placementcheck.Violation
 	final := r.with(placedPods...)
 	for _, p := range placedPods {
-		viol = append(viol, checker.Check(final, p)...)
+		viol = append(viol, placementcheck.Check(final, p)...)
 	}
 	switch {
 	case gc.fits && len(placedPods) != len(ds):

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/internal/placementcheck"
 	"github.com/troupe-ml/troupe/internal/testutil"
-	"github.com/troupe-ml/troupe/test/differential/checker"
 )
 
 // scenario is one single-pod case: a cluster (nodes and the pods already
@@ -86,7 +86,7 @@ type run struct {
 	// in a scheduler's cache for a moment.
 	prefix string
 	nodes  []*corev1.Node
-	state  checker.State
+	state  placementcheck.State
 }
 
 func (r *run) nodeName(short string) string { return r.prefix + short }
@@ -284,7 +284,7 @@ func setUp(ctx context.Context, s *schedulers, sc scenario) *run {
 
 	// The cluster as the API server stores it: admission may have
 	// defaulted or merged fields (matchLabelKeys into selectors).
-	r.state = checker.State{}
+	r.state = placementcheck.State{}
 	for _, n := range r.nodes {
 		got := &corev1.Node{}
 		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(n), got)).To(Succeed())
@@ -304,7 +304,7 @@ func setUp(ctx context.Context, s *schedulers, sc scenario) *run {
 }
 
 // with is the cluster with the placed pods added.
-func (r *run) with(pods ...*corev1.Pod) checker.State {
+func (r *run) with(pods ...*corev1.Pod) placementcheck.State {
 	s := r.state
 	s.Pods = append(slices.Clone(s.Pods), pods...)
 	return s
@@ -314,7 +314,7 @@ func (r *run) with(pods ...*corev1.Pod) checker.State {
 type outcome struct {
 	kube, troupe         decision
 	feasible             []string // by the checker, short names
-	kubeViol, troupeViol []checker.Violation
+	kubeViol, troupeViol []placementcheck.Violation
 	problems             []string
 }
 
@@ -333,16 +333,16 @@ func runSingle(ctx context.Context, s *schedulers, sc scenario) {
 	o.troupe = troupeDecision(ctx, "subject", pod)[0]
 	deletePod(ctx, o.troupe.pod)
 
-	for _, n := range checker.FeasibleNodes(r.state, o.kube.asked) {
+	for _, n := range placementcheck.FeasibleNodes(r.state, o.kube.asked) {
 		o.feasible = append(o.feasible, r.shortNode(n))
 	}
 	if o.kube.placed {
 		p := o.kube.judged()
-		o.kubeViol = checker.Check(r.with(p), p)
+		o.kubeViol = placementcheck.Check(r.with(p), p)
 	}
 	if o.troupe.placed {
 		p := o.troupe.judged()
-		o.troupeViol = checker.Check(r.with(p), p)
+		o.troupeViol = placementcheck.Check(r.with(p), p)
 	}
 
 	if p := sc.want; p.checked {
@@ -407,7 +407,7 @@ func (r *run) report(o outcome) string {
 	return b.String()
 }
 
-func (r *run) writeViolations(b *strings.Builder, what string, vs []checker.Violation) {
+func (r *run) writeViolations(b *strings.Builder, what string, vs []placementcheck.Violation) {
 	if len(vs) == 0 {
 		return
 	}

@@ -1,8 +1,9 @@
-// Package checker judges pod placements against the required placement
-// rules of Kubernetes, with kube-scheduler v1.36's exact meaning, and
-// independently of any scheduler: it is the differential suite's referee,
-// so it shares no code with troupe-scheduler (gangscheduler/) or with
-// kube-scheduler. It uses apimachinery's label selectors and
+// Package placementcheck judges pod placements against the required
+// placement rules of Kubernetes, with kube-scheduler v1.36's exact meaning,
+// and independently of any scheduler: it is the referee of the
+// differential suite (test/differential) and of the scheduler's property
+// tests, so it shares no code with troupe-scheduler (gangscheduler/) or
+// with kube-scheduler. It uses apimachinery's label selectors and
 // component-helpers' node-affinity matching as primitives; every rule is
 // its own small code below, written from the rule's definition:
 //
@@ -25,7 +26,7 @@
 // A pod that uses what the checker does not model (volumes, resource
 // claims, pod-level resources) gets a NotModelled violation rather than a
 // silent pass.
-package checker
+package placementcheck
 
 import (
 	"fmt"
