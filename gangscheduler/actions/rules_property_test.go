@@ -65,8 +65,8 @@ func randomRulesCluster(seed uint64, maxNodes, maxJobs int) cluster {
 	// Rules per (job, role), the same for every member of the role.
 	type rules struct {
 		onePerNode, affinity, spread, anywhere, preferred bool
-		spreadKey                                        string
-		maxSkew                                          int32
+		spreadKey                                         string
+		maxSkew                                           int32
 	}
 	byRole := map[string]rules{}
 	for _, p := range c.pods {
@@ -197,4 +197,3 @@ func FuzzRules(f *testing.F) {
 		checkRules(t, randomRulesCluster(seed, int(nodes%24), int(jobs%24)), seed)
 	})
 }
-
