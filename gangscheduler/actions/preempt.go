@@ -195,6 +195,17 @@ func (p *preemptPass) trial(job *api.JobInfo, tasks []*api.TaskInfo, victims []*
 func (p *preemptPass) place(job *api.JobInfo, tasks []*api.TaskInfo) (*framework.Statement, bool) {
 	ssn := p.ssn
 	queue := ssn.Queues[job.Queue]
+	if job.Topology != nil {
+		pl := placeWithTopology(ssn, queue, job, tasks)
+		if pl.stmt == nil {
+			return nil, false
+		}
+		if !ssn.JobReady(job) {
+			pl.stmt.Discard()
+			return nil, false
+		}
+		return pl.stmt, true
+	}
 	stmt := ssn.Statement()
 	for _, task := range tasks {
 		if !ssn.Allocatable(queue, task) {

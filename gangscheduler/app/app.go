@@ -49,6 +49,7 @@ import (
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.troupe.dev,resources=podgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.troupe.dev,resources=queues,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=scheduling.troupe.dev,resources=topologies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.troupe.dev,resources=podgroups/status;queues/status,verbs=update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;update
@@ -85,6 +86,7 @@ var requiredCRDs = []struct {
 }{
 	{schedulingv1alpha1.GroupVersion.WithKind("PodGroup"), "config/crd/bases/scheduling.troupe.dev_podgroups.yaml"},
 	{schedulingv1alpha1.GroupVersion.WithKind("Queue"), "config/crd/bases/scheduling.troupe.dev_queues.yaml"},
+	{schedulingv1alpha1.GroupVersion.WithKind("Topology"), "config/crd/bases/scheduling.troupe.dev_topologies.yaml"},
 }
 
 // Run starts the scheduler in a manager and runs it until ctx ends. Tuning

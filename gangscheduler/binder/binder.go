@@ -90,7 +90,10 @@ func (b *Binder) bind(ctx context.Context, d framework.Decision) error {
 	binding := &corev1.Binding{
 		// The UID makes the API server refuse the bind if the pod was
 		// deleted and recreated under the same name since the snapshot.
-		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		// Labels ride with the bind: the API server merges them into the
+		// pod, so a topology placement is published without a write of
+		// its own.
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, Labels: d.Labels},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: d.Node},
 	}
 	// A bare pod names the subresource's parent: the informer's object is

@@ -66,7 +66,7 @@ type Options struct {
 func watched() []client.Object {
 	return []client.Object{
 		&corev1.Node{}, &corev1.Pod{}, &schedulingv1.PriorityClass{}, &corev1.Namespace{},
-		&schedulingv1alpha1.PodGroup{}, &schedulingv1alpha1.Queue{},
+		&schedulingv1alpha1.PodGroup{}, &schedulingv1alpha1.Queue{}, &schedulingv1alpha1.Topology{},
 	}
 }
 
@@ -143,6 +143,7 @@ func (c *Cache) Snapshot(ctx context.Context) (*State, error) {
 		pods  corev1.PodList
 		pcs   schedulingv1.PriorityClassList
 		nss   corev1.NamespaceList
+		tops  schedulingv1alpha1.TopologyList
 		pgs   schedulingv1alpha1.PodGroupList
 		qs    schedulingv1alpha1.QueueList
 	)
@@ -152,7 +153,7 @@ func (c *Cache) Snapshot(ctx context.Context) (*State, error) {
 	c.mu.Lock()
 	nodesUnchanged := c.built && nodeEvents == c.builtNodeEvents
 	c.mu.Unlock()
-	lists := []client.ObjectList{&pcs, &pgs, &qs, &nss}
+	lists := []client.ObjectList{&pcs, &pgs, &qs, &nss, &tops}
 	if c.nodes == nil && !nodesUnchanged {
 		lists = append(lists, &nodes)
 	}
@@ -169,6 +170,7 @@ func (c *Cache) Snapshot(ctx context.Context) (*State, error) {
 		Pods:            c.assumed.apply(fromStore(c.pods, pods.Items), c.now()),
 		PriorityClasses: ptrs(pcs.Items),
 		Namespaces:      ptrs(nss.Items),
+		Topologies:      ptrs(tops.Items),
 		PodGroups:       ptrs(pgs.Items),
 		Queues:          ptrs(qs.Items),
 	}

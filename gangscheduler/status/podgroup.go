@@ -5,6 +5,7 @@ package status
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,9 @@ type Gang struct {
 	// Partial is the session's record for a gang left partial, nil if
 	// none (framework.PartialGang).
 	Partial *framework.PartialGang
+	// Topology is where the session placed a gang with a topology policy,
+	// nil if it placed none (framework.TopologyOutcome).
+	Topology *framework.TopologyOutcome
 }
 
 // Event is an event to record.
@@ -176,6 +180,7 @@ func Compute(g Gang, now time.Time) Update {
 		}
 	}
 	u.Partial = partialCondition(g, &st, now)
+	topologyStatus(g, &st, now)
 	u.Status = st
 	u.Events, u.PodEvent = transitions(old.Conditions, st.Conditions, c, job.MinMember)
 	return u
@@ -272,6 +277,35 @@ func transitions(before, after []metav1.Condition, c taskCounts, minMember int32
 		}
 	}
 	return events, podEvent
+}
+
+// topologyStatus records where a gang placed in this cycle went on its
+// topology, and the TopologySatisfied condition: True when every rule was
+// kept, False with the preferred rules that were not. A gang not placed
+// this cycle keeps what it had.
+func topologyStatus(g Gang, st *schedulingv1alpha1.PodGroupStatus, now time.Time) {
+	if g.Topology == nil {
+		return
+	}
+	p := &schedulingv1alpha1.TopologyPlacement{}
+	for _, l := range g.Topology.Levels {
+		lp := schedulingv1alpha1.LevelPlacement{Level: l.Level, Domains: []schedulingv1alpha1.DomainMembers{}}
+		for _, d := range l.Domains {
+			lp.Domains = append(lp.Domains, schedulingv1alpha1.DomainMembers{Name: d.Name, Members: int32(d.Members)})
+		}
+		p.Levels = append(p.Levels, lp)
+	}
+	st.Topology = p
+	c := metav1.Condition{
+		Type: schedulingv1alpha1.PodGroupTopologySatisfied, Status: metav1.ConditionTrue,
+		Reason: schedulingv1alpha1.PodGroupReasonRulesKept, Message: "every rule of the topology policy was kept",
+		ObservedGeneration: g.PodGroup.Generation, LastTransitionTime: metav1.NewTime(now),
+	}
+	if len(g.Topology.Unmet) > 0 {
+		c.Status, c.Reason = metav1.ConditionFalse, schedulingv1alpha1.PodGroupReasonPreferenceNotMet
+		c.Message = strings.Join(g.Topology.Unmet, "; ")
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
 }
 
 // partialTransitions returns the Partial condition's events: a Warning

@@ -50,6 +50,9 @@ type backend struct {
 	// the gang's workers fit no node because of msg, and returns what the
 	// job should show.
 	unschedulable func(ctx context.Context, g Gomega, pg client.Object, workers []corev1.Pod, msg string) string
+	// topology, for backends that keep a topology policy (nil: none), is
+	// the policy and roles the PodGroup says.
+	topology func(pg client.Object) *schedulingv1alpha1.PodGroupTopology
 }
 
 func groupAnnotation(p *corev1.Pod) string { return p.Annotations[integrations.GroupNameAnnotation] }
@@ -74,6 +77,9 @@ var backends = []backend{
 			})
 			g.Expect(suite.Client.Status().Update(ctx, pg)).To(Succeed())
 			return msg
+		},
+		topology: func(o client.Object) *schedulingv1alpha1.PodGroupTopology {
+			return o.(*schedulingv1alpha1.PodGroup).Spec.Topology
 		},
 	},
 	{

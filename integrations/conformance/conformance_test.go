@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 	"github.com/troupe-ml/troupe/controllers/engine"
 	"github.com/troupe-ml/troupe/integrations"
 	"github.com/troupe-ml/troupe/internal/testutil"
@@ -448,6 +449,77 @@ var _ = Describe("Gang backend", func() {
 					Expect(noPodGroup(bk, "bad")()).To(BeTrue(), "no %s PodGroup for the failed job", bk.name)
 				}
 			})
+
+			// topologyJob is mixedJob with a topology policy at the rack level.
+			topologyJob := func(name string, required bool) *kubeflowv1.TFJob {
+				job := mixedJob(name, 2)
+				job.Spec.RunPolicy.GangPolicy = &kubeflowv1.GangPolicy{Topology: &kubeflowv1.JobTopologyPolicy{
+					TopologyPolicy: schedulingv1alpha1.TopologyPolicy{Levels: []schedulingv1alpha1.TopologyLevelPolicy{
+						{Level: "rack", Policy: schedulingv1alpha1.TopologyPack, Required: required},
+					}},
+				}}
+				return job
+			}
+
+			if b.topology != nil {
+				It("writes the job's topology policy into its PodGroup, covering the GPU roles by default", func() {
+					start()
+					Expect(suite.Client.Create(ctx, topologyJob("placed", true))).To(Succeed())
+					Eventually(func(g Gomega) {
+						got := b.topology(podGroupOf(g, b, "placed"))
+						g.Expect(got).NotTo(BeNil())
+						g.Expect(got.Roles).To(Equal([]string{"worker"}), "the CPU-only chief is not forced into the rack")
+						g.Expect(got.Levels).To(ConsistOf(And(HaveField("Level", "rack"), HaveField("Required", true))))
+					}).Should(Succeed())
+					admit(b, "placed")
+					livePods("placed", 3)
+				})
+			} else {
+				It("refuses a job whose topology rule is required, creating nothing, and says why", func() {
+					start()
+					Expect(suite.Client.Create(ctx, topologyJob("required", true))).To(Succeed())
+					c := expectCondition("required", engine.ConditionGangScheduled, corev1.ConditionFalse, engine.ReasonTopologyUnsupported)
+					Expect(c.Message).To(HavePrefix("runPolicy.gangPolicy.topology: the " + b.name + " gang backend cannot keep rack: rule, and the rules are required: no pod is created."))
+					Eventually(jobEvents("required", engine.ReasonTopologyUnsupported)).Should(ContainElement(And(
+						HaveField("Type", corev1.EventTypeWarning), HaveField("Note", c.Message))))
+					Consistently(podCount("required"), quiet).Should(BeZero())
+					Expect(noPodGroup(b, "required")()).To(BeTrue(), "no PodGroup holds capacity for a job that cannot run")
+
+					// Made preferred, the job runs.
+					updateJob("required", func(j *kubeflowv1.TFJob) {
+						j.Spec.RunPolicy.GangPolicy.Topology.Levels[0].Required = false
+					})
+					admit(b, "required")
+					livePods("required", 3)
+				})
+
+				It("runs a job whose topology rule is preferred, and warns once", func() {
+					start()
+					Expect(suite.Client.Create(ctx, topologyJob("preferred", false))).To(Succeed())
+					admit(b, "preferred")
+					pods := livePods("preferred", 3)
+					Eventually(jobEvents("preferred", engine.ReasonTopologyIgnored)).Should(ConsistOf(And(
+						HaveField("Type", corev1.EventTypeWarning),
+						HaveField("Note", HavePrefix("runPolicy.gangPolicy.topology: the "+b.name+" gang backend cannot keep rack: rule; these preferred rules are not kept")))))
+					for i := range pods {
+						Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[i], corev1.PodRunning)).To(Succeed())
+					}
+					expectCondition("preferred", engine.ConditionGangScheduled, corev1.ConditionTrue, engine.ReasonGangScheduled)
+					Consistently(jobEvents("preferred", engine.ReasonTopologyIgnored), quiet).Should(ConsistOf(HaveField("Series", BeNil())))
+				})
+			}
+
+			if i == 0 {
+				It("refuses a required topology rule with gang scheduling off (none)", func() {
+					start()
+					job := topologyJob("ungrouped", true)
+					job.Annotations = map[string]string{integrations.GangSchedulerAnnotation: integrations.None}
+					Expect(suite.Client.Create(ctx, job)).To(Succeed())
+					c := expectCondition("ungrouped", engine.ConditionGangScheduled, corev1.ConditionFalse, engine.ReasonTopologyUnsupported)
+					Expect(c.Message).To(HavePrefix("runPolicy.gangPolicy.topology: the none gang backend cannot keep rack: rule"))
+					Consistently(podCount("ungrouped"), quiet).Should(BeZero())
+				})
+			}
 
 			It("keeps a schedulerName the user chose, and warns once", func() {
 				start()

@@ -154,6 +154,7 @@
   - scheduling.troupe.dev
   resources:
   - podgroups
+  - topologies
   verbs:
   - get
   - list

@@ -1,0 +1,551 @@
+// Package topology places a gang on a Topology's tree of network domains
+// by its topology policy (api.TopologyPolicy): a rule per level (pack,
+// spread or partition, with a range or a factor per domain, required or
+// preferred), for the members of the roles it covers, whatever the other
+// members do (a CPU-only master need not sit in the GPU rack).
+//
+// The search decides the whole gang at once, top down, on summaries: a
+// pass over the nodes the members may use gives each node's room (how
+// many members fit on it now) and, summed, each domain's; at each level
+// the rule splits the members over the domains of the level by their
+// room (split); then the members are placed, in rank order, on the nodes
+// of the last level's domains, in the order the tree lists them, each on
+// its best node there (framework.Session.BestNodeIn). So a gang costs one
+// pass over its candidate nodes and a search per member over the nodes
+// of its own domain, not over every node; the tree itself is built once
+// per node set and shared by every session (api.Snapshot.TopologyTree).
+//
+// Ranks follow the tree: members are taken in rank order (the policy's
+// roles in its order, then the replica index) and given to the domains
+// in the tree's order, so that members with neighbouring ranks share the
+// closest domain the placement allows; the ranks the operator already
+// gave the pods (RANK, TF_CONFIG's task index, the MPI hostfile) are then
+// topology-ordered without any rewrite. Each member is labelled, with its
+// bind and no write of its own, with its domain at every level and its
+// rank along the tree.
+package topology
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+	"github.com/troupe-ml/troupe/gangscheduler/framework"
+)
+
+// Labels a placed member gets with its bind.
+const (
+	// LevelLabelPrefix plus a level's name holds the member's domain at
+	// that level: topology.scheduling.troupe.dev/rack=rack-3.
+	LevelLabelPrefix = "topology.scheduling.troupe.dev/"
+	// RankLabel holds the member's position along the tree, from 0.
+	RankLabel = "scheduling.troupe.dev/topology-rank"
+	// ReplicaIndexLabel is the operator's (and upstream's) replica index
+	// of a pod, which the rank order reads.
+	ReplicaIndexLabel = "training.kubeflow.org/replica-index"
+)
+
+// Reasons a gang is not placed, in the PodGroup API's words.
+const (
+	ReasonTopologyNotFound     = "TopologyNotFound"
+	ReasonTopologyNotSatisfied = "TopologyNotSatisfied"
+	ReasonNotEnoughResources   = "NotEnoughResources"
+)
+
+// Result is a placement, or why there is none.
+type Result struct {
+	// Stmt holds the covered members' placements, open for the caller to
+	// add the other members and commit or discard; nil when not placed.
+	Stmt    *framework.Statement
+	Outcome framework.TopologyOutcome
+	// Reason and Message say why not, when Stmt is nil.
+	Reason, Message string
+}
+
+// attempts bounds the searches of one gang: a placement that finds a
+// domain holding fewer members than its room said (rules the room does
+// not count, such as one member per node) is searched again with that
+// domain's room corrected.
+const attempts = 3
+
+// Place places the covered members (pending tasks of job whose roles its
+// policy covers) in a new statement. mayPlace, if not nil, is asked
+// before each member is placed (the queue's share); a member it refuses
+// fails the placement.
+func Place(ssn *framework.Session, job *api.JobInfo, covered []*api.TaskInfo, mayPlace func(*api.TaskInfo) bool) Result {
+	pol := job.Topology
+	topo := ssn.Topologies[pol.Topology]
+	if topo == nil {
+		return Result{Reason: ReasonTopologyNotFound, Message: fmt.Sprintf("topology %q does not exist", pol.Topology)}
+	}
+	for _, r := range pol.Rules {
+		if topo.Level(r.Level) < 0 {
+			var names []string
+			for _, l := range topo.Levels {
+				names = append(names, l.Name)
+			}
+			return Result{Reason: ReasonTopologyNotFound, Message: fmt.Sprintf("topology %q has no level %q; its levels are %s", topo.Name, r.Level, strings.Join(names, ", "))}
+		}
+	}
+	if len(covered) == 0 {
+		return Result{Stmt: ssn.Statement()}
+	}
+	p := &placement{ssn: ssn, tree: ssn.TopologyTree(topo), policy: pol, members: RankOrder(pol, covered), mayPlace: mayPlace, ceiling: map[*api.Domain]int{}}
+	var lastErr error
+	for range attempts {
+		p.measure()
+		shares, unmet, err := p.distribute(p.tree.Root, len(p.members))
+		if err != nil {
+			if errors.Is(err, errQueue) {
+				return Result{Reason: ReasonNotEnoughResources, Message: err.Error()}
+			}
+			if !anyRequired(pol) {
+				return p.withoutTopology(err)
+			}
+			return Result{Reason: ReasonTopologyNotSatisfied, Message: err.Error()}
+		}
+		stmt := ssn.Statement()
+		short, placed, err := p.place(stmt, shares)
+		if err == nil {
+			return Result{Stmt: stmt, Outcome: framework.TopologyOutcome{Levels: p.outcome(stmt), Unmet: unmet}}
+		}
+		// What the domain that fell short held, per node, bounds what any
+		// node holds, when the resources were not what stopped it.
+		mostOnANode := p.mostPerNode(stmt, short)
+		stmt.Discard()
+		if errors.Is(err, errQueue) {
+			return Result{Reason: ReasonNotEnoughResources, Message: err.Error()}
+		}
+		lastErr = err
+		p.ceiling[short] = placed // the domain holds no more than that
+		if mostOnANode > 0 && (p.perNode == 0 || mostOnANode < p.perNode) {
+			p.perNode = mostOnANode
+		}
+	}
+	if !anyRequired(pol) {
+		return p.withoutTopology(lastErr)
+	}
+	return Result{Reason: ReasonTopologyNotSatisfied, Message: lastErr.Error()}
+}
+
+func anyRequired(p *api.TopologyPolicy) bool {
+	return slices.ContainsFunc(p.Rules, func(r api.LevelRule) bool { return r.Required })
+}
+
+// errQueue says a member's queue has no share or capability left.
+var errQueue = errors.New("the queue has no share or capability left for the gang")
+
+// RankOrder sorts members in rank order: by their role's place in the
+// policy's roles (by role name when it lists none), then replica index,
+// then name.
+func RankOrder(pol *api.TopologyPolicy, members []*api.TaskInfo) []*api.TaskInfo {
+	out := slices.Clone(members)
+	rolePos := func(t *api.TaskInfo) int {
+		if i := slices.Index(pol.Roles, t.Role); i >= 0 {
+			return i
+		}
+		return len(pol.Roles)
+	}
+	index := func(t *api.TaskInfo) int {
+		n, err := strconv.Atoi(t.Pod.Labels[ReplicaIndexLabel])
+		if err != nil {
+			return -1
+		}
+		return n
+	}
+	slices.SortStableFunc(out, func(a, b *api.TaskInfo) int {
+		return cmp.Or(cmp.Compare(rolePos(a), rolePos(b)), cmp.Compare(a.Role, b.Role),
+			cmp.Compare(index(a), index(b)), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// placement is one gang's search.
+type placement struct {
+	ssn      *framework.Session
+	tree     *api.TopologyTree
+	policy   *api.TopologyPolicy
+	members  []*api.TaskInfo
+	mayPlace func(*api.TaskInfo) bool
+	// room is how many members fit in each domain now, by measure.
+	room map[*api.Domain]int
+	// ceiling caps the room of domains that held fewer members than their
+	// room said.
+	ceiling map[*api.Domain]int
+	// perNode, when not 0, caps every node's room: a node held no more
+	// than that many members though its resources had room for more (a
+	// host port, a spread constraint), a rule that is the same on every
+	// node of a class.
+	perNode int
+}
+
+// measure computes the room of every domain: per node, how many members
+// fit on it as the first member sees it (its predicates, then its
+// requests against the node's idle resources), summed up the tree. It
+// visits only the nodes the first member may use (its class's candidate
+// nodes). The first member stands for the others: a gang's covered
+// members are mostly of one role; where they differ, or where a rule the
+// estimate does not count limits a node (one member per node), the
+// placement finds out and the search runs again (ceiling).
+//
+// One rule it does count, as kube-scheduler users write it for DDP jobs:
+// required anti-affinity of the members toward each other. Such a term
+// lets a domain of its topology key hold one member: a node, for
+// kubernetes.io/hostname, or a domain of the level with that label.
+func (p *placement) measure() {
+	p.room = map[*api.Domain]int{}
+	rep := p.members[0]
+	cls := p.ssn.ClassOf(rep)
+	alone := p.aloneKeys(rep)
+	for _, n := range p.ssn.CandidateNodes(cls, rep) {
+		leaf := p.tree.Leaf[n.Index]
+		if leaf == nil || !p.ssn.PredicateWithClass(cls, rep, n).Fit {
+			continue
+		}
+		k := fitCount(rep, n)
+		if alone[corev1.LabelHostname] {
+			k = 1
+		}
+		if p.perNode > 0 {
+			k = min(k, p.perNode)
+		}
+		for d := leaf; d != nil; d = d.Parent {
+			p.room[d] += k
+		}
+	}
+	for lv, l := range p.tree.Levels {
+		if alone[l.NodeLabel] {
+			p.capLevel(p.tree.Root, lv, 1)
+		}
+	}
+	for d, c := range p.ceiling {
+		if over := p.room[d] - c; over > 0 {
+			for x := d; x != nil; x = x.Parent {
+				p.room[x] -= over
+			}
+		}
+	}
+}
+
+// aloneKeys are the topology keys of rep's required anti-affinity terms
+// that select rep itself: a domain of each holds one such member.
+func (p *placement) aloneKeys(rep *api.TaskInfo) map[string]bool {
+	out := map[string]bool{}
+	if rep.Rules == nil {
+		return out
+	}
+	for i := range rep.Rules.AntiAffinity {
+		if t := &rep.Rules.AntiAffinity[i]; t.Matches(rep.Pod, p.ssn.Namespaces[rep.Namespace]) {
+			out[t.TopologyKey] = true
+		}
+	}
+	return out
+}
+
+// capLevel caps the room of every domain at level lv under d at c, and
+// the room of d's descendants above lv at the sum of their children's.
+func (p *placement) capLevel(d *api.Domain, lv, c int) int {
+	if d.Level == lv {
+		p.room[d] = min(p.room[d], c)
+		return p.room[d]
+	}
+	sum := 0
+	for _, ch := range d.Children {
+		sum += p.capLevel(ch, lv, c)
+	}
+	p.room[d] = sum
+	return sum
+}
+
+// fitCount is how many copies of t fit in n's idle resources (and pod
+// slots), at least one (the predicates said one fits).
+func fitCount(t *api.TaskInfo, n *api.NodeInfo) int {
+	r, idle := &t.Resreq, &n.Idle
+	k := int(idle.Pods)
+	if r.Pods > 0 {
+		k = int(idle.Pods / r.Pods)
+	}
+	limit := func(want, have int64) {
+		if want > 0 {
+			k = min(k, int(have/want))
+		}
+	}
+	limit(r.MilliCPU, idle.MilliCPU)
+	limit(r.Memory, idle.Memory)
+	limit(r.EphemeralStorage, idle.EphemeralStorage)
+	for _, s := range t.ScalarRequests {
+		limit(s.Value, idle.Scalar(s.Name))
+	}
+	return max(k, 1)
+}
+
+// share is a last-level domain and how many members go there.
+type share struct {
+	dom *api.Domain
+	n   int
+}
+
+// distribute splits n members over the subtree of d, level by level, by
+// the policy's rules (a level without one packs, preferred). It returns
+// the last-level domains and their counts in the tree's order, and the
+// preferred rules it could not keep. A rule that yields one domain tries
+// the others that hold the members too, best fit first, when the levels
+// below cannot be kept in it.
+func (p *placement) distribute(d *api.Domain, n int) ([]share, []string, error) {
+	if len(d.Children) == 0 {
+		return []share{{d, n}}, nil, nil
+	}
+	lv := d.Children[0].Level
+	name := p.tree.Levels[lv].Name
+	rule, explicit := p.policy.Rule(name)
+	if !explicit {
+		rule = api.LevelRule{Level: name, Kind: api.RulePack}
+	}
+	slots := make([]slot, len(d.Children))
+	for i, c := range d.Children {
+		slots[i] = slot{dom: c, room: p.room[c]}
+	}
+	where := ""
+	if d.Level >= 0 {
+		where = " in " + d.Path()
+	}
+	var unmet []string
+	counts, err := split(rule, slots, n)
+	switch {
+	case err == nil:
+		if explicit && rule.Kind == api.RulePack && !rule.Required {
+			// The fewest domains the rule allows: one, or as many as its
+			// largest count per domain needs.
+			fewest := 1
+			if rule.Max > 0 {
+				fewest = ceilDiv(n, rule.Max)
+			}
+			if used := nonZero(counts); used > fewest {
+				unmet = append(unmet, fmt.Sprintf("%s: pack: %d domains%s, not %d (the room allowed no fewer)", name, used, where, fewest))
+			}
+		}
+	case errors.Is(err, errUneven):
+		unmet = append(unmet, fmt.Sprintf("%s: spread: uneven%s (%s), the room allowed no better", name, where, countsOf(d, counts)))
+	case rule.Required:
+		return nil, nil, fmt.Errorf("%s: %s%s: %v", name, describe(rule), where, err)
+	default:
+		// Preferred: pack instead, without range or factor.
+		relaxed, perr := split(api.LevelRule{Level: name, Kind: api.RulePack}, slots, n)
+		if perr != nil {
+			return nil, nil, fmt.Errorf("%s%s: %v", name, where, perr)
+		}
+		counts = relaxed
+		unmet = append(unmet, fmt.Sprintf("%s: %s%s: %v; placed as %s instead", name, describe(rule), where, err, countsOf(d, counts)))
+	}
+	if i := single(counts); i >= 0 {
+		// One domain: if the levels below cannot be kept in it, another
+		// that holds every member may do.
+		alternatives := []int{i}
+		for _, j := range byRoom(roomOf(slots), true) {
+			if j != i && slots[j].room >= n {
+				alternatives = append(alternatives, j)
+			}
+		}
+		var firstErr error
+		for _, j := range alternatives {
+			shares, below, err := p.distribute(d.Children[j], n)
+			if err == nil {
+				return shares, dedupe(append(unmet, below...)), nil
+			}
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+		return nil, nil, firstErr
+	}
+	var out []share
+	for i, c := range d.Children {
+		if counts[i] == 0 {
+			continue
+		}
+		shares, below, err := p.distribute(c, counts[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, shares...)
+		unmet = append(unmet, below...)
+	}
+	return out, dedupe(unmet), nil
+}
+
+func roomOf(slots []slot) []int {
+	out := make([]int, len(slots))
+	for i, s := range slots {
+		out[i] = s.room
+	}
+	return out
+}
+
+// single returns the one index with a non-zero count, or -1.
+func single(counts []int) int {
+	at := -1
+	for i, c := range counts {
+		if c > 0 {
+			if at >= 0 {
+				return -1
+			}
+			at = i
+		}
+	}
+	return at
+}
+
+func nonZero(counts []int) int {
+	n := 0
+	for _, c := range counts {
+		if c > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// countsOf names the domains used and their counts: "rack-1: 6, rack-2: 2".
+func countsOf(d *api.Domain, counts []int) string {
+	var parts []string
+	for i, c := range counts {
+		if c > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d", d.Children[i].Value, c))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func dedupe(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// place puts the members on the nodes of the shares' domains, in rank
+// order and in the shares' order, each on its best node there. It returns
+// the domain that held fewer than its share, and how many it held, when
+// one did.
+func (p *placement) place(stmt *framework.Statement, shares []share) (*api.Domain, int, error) {
+	next := 0
+	for _, sh := range shares {
+		nodes := make([]*api.NodeInfo, len(sh.dom.Nodes))
+		for i, idx := range sh.dom.Nodes {
+			nodes[i] = p.ssn.NodeList[idx]
+		}
+		labels := p.domainLabels(sh.dom)
+		for k := range sh.n {
+			t := p.members[next]
+			if p.mayPlace != nil && !p.mayPlace(t) {
+				return nil, 0, errQueue
+			}
+			node := p.ssn.BestNodeIn(p.ssn.ClassOf(t), t, nodes)
+			if node == nil {
+				return sh.dom, k, fmt.Errorf("%s: room for %d of the %d members it was given", sh.dom.Path(), k, sh.n)
+			}
+			l := clone(labels)
+			l[RankLabel] = strconv.Itoa(next)
+			if err := stmt.AllocateLabelled(t, node, l); err != nil {
+				return sh.dom, k, err
+			}
+			next++
+		}
+	}
+	return nil, 0, nil
+}
+
+// mostPerNode is the most members stmt placed on one node of d.
+func (p *placement) mostPerNode(stmt *framework.Statement, d *api.Domain) int {
+	if d == nil {
+		return 0
+	}
+	perNode := map[string]int{}
+	most := 0
+	for _, pl := range stmt.Placements() {
+		if p.tree.Leaf[p.ssn.Nodes[pl.Node].Index] == d {
+			perNode[pl.Node]++
+			most = max(most, perNode[pl.Node])
+		}
+	}
+	return most
+}
+
+// domainLabels are the labels of a member in d: its domain at every level.
+func (p *placement) domainLabels(d *api.Domain) map[string]string {
+	out := map[string]string{}
+	for x := d; x != nil && x.Level >= 0; x = x.Parent {
+		out[LevelLabelPrefix+p.tree.Levels[x.Level].Name] = x.Value
+	}
+	return out
+}
+
+func clone(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// outcome reads, level by level, the domains the statement's placements
+// use, in rank order.
+func (p *placement) outcome(stmt *framework.Statement) []framework.LevelOutcome {
+	levels := make([]framework.LevelOutcome, len(p.tree.Levels))
+	for lv, l := range p.tree.Levels {
+		levels[lv].Level = l.Name
+		for _, d := range stmt.Placements() {
+			leaf := p.tree.Leaf[p.ssn.Nodes[d.Node].Index]
+			if leaf == nil {
+				continue
+			}
+			x := leaf
+			for x.Level > lv {
+				x = x.Parent
+			}
+			doms := levels[lv].Domains
+			if i := slices.IndexFunc(doms, func(c framework.DomainCount) bool { return c.Name == x.Value }); i >= 0 {
+				doms[i].Members++
+			} else {
+				levels[lv].Domains = append(doms, framework.DomainCount{Name: x.Value, Members: 1})
+			}
+		}
+	}
+	return levels
+}
+
+// withoutTopology places the members as if the gang had no policy, for a
+// policy of preferred rules only that the tree has no room for: the gang
+// runs, and its status says the rules were not kept.
+func (p *placement) withoutTopology(why error) Result {
+	stmt := p.ssn.Statement()
+	for _, t := range p.members {
+		if p.mayPlace != nil && !p.mayPlace(t) {
+			stmt.Discard()
+			return Result{Reason: ReasonNotEnoughResources, Message: errQueue.Error()}
+		}
+		cls := p.ssn.ClassOf(t)
+		node := p.ssn.BestNode(cls, t)
+		if node == nil {
+			stmt.Discard()
+			return Result{Reason: ReasonNotEnoughResources, Message: fmt.Sprintf("pod %s: %s", t.Key(), p.ssn.Diagnose(t))}
+		}
+		if err := stmt.Allocate(t, node); err != nil {
+			stmt.Discard()
+			return Result{Reason: ReasonNotEnoughResources, Message: err.Error()}
+		}
+	}
+	return Result{Stmt: stmt, Outcome: framework.TopologyOutcome{
+		Levels: p.outcome(stmt),
+		Unmet:  []string{fmt.Sprintf("placed without the topology: %v", why)},
+	}}
+}
