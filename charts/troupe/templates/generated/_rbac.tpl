@@ -77,10 +77,30 @@
   - watch
 - apiGroups:
   - scheduling.troupe.dev
+  resources:
+  - topologies
+  verbs:
+  - get
+  - list
+  - watch
+- apiGroups:
+  - scheduling.troupe.dev
   - scheduling.volcano.sh
   - scheduling.x-k8s.io
   resources:
   - podgroups
+  verbs:
+  - create
+  - delete
+  - get
+  - list
+  - patch
+  - update
+  - watch
+- apiGroups:
+  - topology.volcano.sh
+  resources:
+  - hypernodes
   verbs:
   - create
   - delete
