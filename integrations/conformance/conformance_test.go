@@ -2,6 +2,8 @@ package conformance_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -451,35 +453,34 @@ var _ = Describe("Gang backend", func() {
 			})
 
 			// topologyJob is mixedJob with a topology policy at the rack level.
-			topologyJob := func(name string, required bool) *kubeflowv1.TFJob {
+			topologyJob := func(name string, rule schedulingv1alpha1.TopologyLevelPolicy) *kubeflowv1.TFJob {
 				job := mixedJob(name, 2)
 				job.Spec.RunPolicy.GangPolicy = &kubeflowv1.GangPolicy{Topology: &kubeflowv1.JobTopologyPolicy{
-					TopologyPolicy: schedulingv1alpha1.TopologyPolicy{Levels: []schedulingv1alpha1.TopologyLevelPolicy{
-						{Level: "rack", Policy: schedulingv1alpha1.TopologyPack, Required: required},
-					}},
+					TopologyPolicy: schedulingv1alpha1.TopologyPolicy{Levels: []schedulingv1alpha1.TopologyLevelPolicy{rule}},
 				}}
 				return job
 			}
+			rackRule := func(policy schedulingv1alpha1.TopologyPolicyType, required bool) schedulingv1alpha1.TopologyLevelPolicy {
+				return schedulingv1alpha1.TopologyLevelPolicy{Level: "rack", Policy: policy, Required: required}
+			}
+			// startKeeping starts the operator as b keeps topology rules
+			// with, and makes what it needs of the cluster.
+			startKeeping := func() {
+				start(b.topology.flags...)
+				if b.topology.setup != nil {
+					b.topology.setup(ctx)
+				}
+			}
 
-			if b.topology != nil {
-				It("writes the job's topology policy into its PodGroup, covering the GPU roles by default", func() {
-					start()
-					Expect(suite.Client.Create(ctx, topologyJob("placed", true))).To(Succeed())
-					Eventually(func(g Gomega) {
-						got := b.topology(podGroupOf(g, b, "placed"))
-						g.Expect(got).NotTo(BeNil())
-						g.Expect(got.Roles).To(Equal([]string{"worker"}), "the CPU-only chief is not forced into the rack")
-						g.Expect(got.Levels).To(ConsistOf(And(HaveField("Level", "rack"), HaveField("Required", true))))
-					}).Should(Succeed())
-					admit(b, "placed")
-					livePods("placed", 3)
-				})
-			} else {
-				It("refuses a job whose topology rule is required, creating nothing, and says why", func() {
-					start()
-					Expect(suite.Client.Create(ctx, topologyJob("required", true))).To(Succeed())
+			// refusesAndWarns: the backend, started by startWith, cannot
+			// keep rule (Spread or Pack) at the rack level, and says so as
+			// what.
+			refusesAndWarns := func(how string, startWith func(), policy schedulingv1alpha1.TopologyPolicyType, what string) {
+				It("refuses a job whose "+how+" rule is required, creating nothing, and says why", func() {
+					startWith()
+					Expect(suite.Client.Create(ctx, topologyJob("required", rackRule(policy, true)))).To(Succeed())
 					c := expectCondition("required", engine.ConditionGangScheduled, corev1.ConditionFalse, engine.ReasonTopologyUnsupported)
-					Expect(c.Message).To(HavePrefix("runPolicy.gangPolicy.topology: the " + b.name + " gang backend cannot keep rack: rule, and the rules are required: no pod is created."))
+					Expect(c.Message).To(HavePrefix("runPolicy.gangPolicy.topology: the " + b.name + " gang backend cannot keep rack: " + what + ", and the rules are required: no pod is created."))
 					Eventually(jobEvents("required", engine.ReasonTopologyUnsupported)).Should(ContainElement(And(
 						HaveField("Type", corev1.EventTypeWarning), HaveField("Note", c.Message))))
 					Consistently(podCount("required"), quiet).Should(BeZero())
@@ -493,14 +494,14 @@ var _ = Describe("Gang backend", func() {
 					livePods("required", 3)
 				})
 
-				It("runs a job whose topology rule is preferred, and warns once", func() {
-					start()
-					Expect(suite.Client.Create(ctx, topologyJob("preferred", false))).To(Succeed())
+				It("runs a job whose "+how+" rule is preferred, and warns once", func() {
+					startWith()
+					Expect(suite.Client.Create(ctx, topologyJob("preferred", rackRule(policy, false)))).To(Succeed())
 					admit(b, "preferred")
 					pods := livePods("preferred", 3)
 					Eventually(jobEvents("preferred", engine.ReasonTopologyIgnored)).Should(ConsistOf(And(
 						HaveField("Type", corev1.EventTypeWarning),
-						HaveField("Note", HavePrefix("runPolicy.gangPolicy.topology: the "+b.name+" gang backend cannot keep rack: rule; these preferred rules are not kept")))))
+						HaveField("Note", HavePrefix("runPolicy.gangPolicy.topology: the "+b.name+" gang backend cannot keep rack: "+what+"; these preferred rules are not kept")))))
 					for i := range pods {
 						Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[i], corev1.PodRunning)).To(Succeed())
 					}
@@ -509,10 +510,33 @@ var _ = Describe("Gang backend", func() {
 				})
 			}
 
+			if t := b.topology; t != nil {
+				for _, required := range []bool{true, false} {
+					It(fmt.Sprintf("writes the job's rack Pack rule (required %v) into its PodGroup, covering the GPU roles by default", required), func() {
+						startKeeping()
+						Expect(suite.Client.Create(ctx, topologyJob("placed", rackRule(schedulingv1alpha1.TopologyPack, required)))).To(Succeed())
+						Eventually(func(g Gomega) {
+							t.placed(g, podGroupOf(g, b, "placed"), "worker", required)
+						}).Should(Succeed())
+						admit(b, "placed")
+						livePods("placed", 3)
+						Consistently(jobEvents("placed", engine.ReasonTopologyIgnored), quiet).Should(BeEmpty())
+					})
+				}
+				if len(t.flags) > 0 {
+					refusesAndWarns("Pack (without "+strings.Join(t.flags, " ")+")", func() { start() }, schedulingv1alpha1.TopologyPack, t.unkeptWithoutFlags)
+				}
+				if t.unkept != "" {
+					refusesAndWarns(string(t.unkept), startKeeping, t.unkept, "policy "+string(t.unkept))
+				}
+			} else {
+				refusesAndWarns("Pack", func() { start() }, schedulingv1alpha1.TopologyPack, "rule")
+			}
+
 			if i == 0 {
 				It("refuses a required topology rule with gang scheduling off (none)", func() {
 					start()
-					job := topologyJob("ungrouped", true)
+					job := topologyJob("ungrouped", rackRule(schedulingv1alpha1.TopologyPack, true))
 					job.Annotations = map[string]string{integrations.GangSchedulerAnnotation: integrations.None}
 					Expect(suite.Client.Create(ctx, job)).To(Succeed())
 					c := expectCondition("ungrouped", engine.ConditionGangScheduled, corev1.ConditionFalse, engine.ReasonTopologyUnsupported)
