@@ -104,6 +104,11 @@ var wrongValues = []struct {
 		want: []string{"at '/operator/kubeAPI/qps': exclusiveMinimum: got 0, want 0"},
 	},
 	{
+		name: "a HyperNode Topology that is no object name",
+		args: []string{"--set", "volcanoHyperNodeTopology=Rack_Topology"},
+		want: []string{"at '/volcanoHyperNodeTopology'", "'Rack_Topology' does not match pattern"},
+	},
+	{
 		name: "a digest that is a tag",
 		args: []string{"--set", "image.digest=latest"},
 		want: []string{"at '/image/digest'", "'latest' does not match pattern"},
