@@ -27,11 +27,17 @@ type slot struct {
 //
 // The counts are in members. With a factor F, the rule's arithmetic is
 // done in units of F members: every count is a multiple of F, and n must
-// be one too. A range bounds every count that is not zero.
-func split(rule api.LevelRule, slots []slot, n int) ([]int, error) {
-	f := max(rule.Factor, 1)
-	if n%f != 0 {
+// be one too. A range bounds every count that is not zero. group, when
+// more than 1, is a unit that a rule below asks for (placement.groups):
+// the counts are multiples of it too, and the slots' room counts whole
+// groups.
+func split(rule api.LevelRule, slots []slot, n, group int) ([]int, error) {
+	if f := max(rule.Factor, 1); n%f != 0 {
 		return nil, fmt.Errorf("%d members are not a multiple of factor %d", n, f)
+	}
+	f := lcm(max(rule.Factor, 1), max(group, 1))
+	if n%f != 0 {
+		return nil, fmt.Errorf("%d members do not make whole groups of %d for the level below", n, f)
 	}
 	lo, hi := ceilDiv(max(rule.Min, 1), f), 0
 	if rule.Max > 0 {
@@ -39,6 +45,9 @@ func split(rule api.LevelRule, slots []slot, n int) ([]int, error) {
 		if hi < lo {
 			return nil, fmt.Errorf("no multiple of factor %d within range [%d, %d]", f, rule.Min, rule.Max)
 		}
+	}
+	if n/f < lo {
+		return nil, fmt.Errorf("%d members are fewer than the range's minimum of %d per domain", n, rule.Min)
 	}
 	units := make([]int, len(slots))
 	for i, s := range slots {
@@ -79,6 +88,15 @@ func split(rule api.LevelRule, slots []slot, n int) ([]int, error) {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+func lcm(a, b int) int { return a / gcd(a, b) * b }
 
 // pack puts n units in as few domains as possible: in one, the one with
 // the least room that holds them all (the best fit, which keeps the

@@ -193,7 +193,7 @@ func TestRequiredAndPreferred(t *testing.T) {
 	}{
 		{name: "required pack that no rack holds: nothing placed, the roomiest rack named",
 			rules: []api.LevelRule{rule("rack", api.RulePack, true)}, n: 16,
-			reason: topology.ReasonTopologyNotSatisfied, message: "rack: pack in b0: no domain has room for all 16 members; the most is b0-r0 with 12"},
+			reason: topology.ReasonTopologyNotSatisfied, message: "rack: pack: no domain has room for all 16 members; the most is b0-r0 with 12"},
 		{name: "preferred pack that no rack holds: two racks, said so",
 			rules: []api.LevelRule{rule("rack", api.RulePack, false)}, n: 16,
 			message: "rack: pack: 2 domains in b0, not 1 (the room allowed no fewer)", racks: []int{4, 12}},

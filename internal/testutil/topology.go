@@ -26,7 +26,9 @@ func (b *TopologyBuilder) Level(name, nodeLabel string) *TopologyBuilder {
 func (b *TopologyBuilder) Obj() *schedulingv1alpha1.Topology { return b.t.DeepCopy() }
 
 // TopologyRuleBuilder builds one level's rule of a topology policy.
-type TopologyRuleBuilder struct{ r schedulingv1alpha1.TopologyLevelPolicy }
+type TopologyRuleBuilder struct {
+	r schedulingv1alpha1.TopologyLevelPolicy
+}
 
 // Pack, Spread and Partition start a level's rule, preferred.
 func Pack(level string) *TopologyRuleBuilder { return rule(level, schedulingv1alpha1.TopologyPack) }
