@@ -21,6 +21,9 @@ type Objects struct {
 	Queues          []*schedulingv1alpha1.Queue
 	PriorityClasses []*schedulingv1.PriorityClass
 	Namespaces      []*corev1.Namespace
+	// Storage looks up the claims, volumes, StorageClasses and CSINodes;
+	// nil for none (api.Cluster.Storage).
+	Storage api.StorageSource
 	// NodesUnchanged says Nodes is left out: the nodes are the objects of
 	// the last state the same Builder built (api.Cluster.NodesUnchanged).
 	NodesUnchanged bool
@@ -85,6 +88,7 @@ func build(objs Objects, schedulerName string, nodes *api.NodeMemo, tasks *api.T
 		Jobs:       jobs,
 		Queues:     queues,
 		Namespaces: objs.Namespaces,
+		Storage:    objs.Storage,
 		JobOf:      JobOf(schedulerName),
 		Memo:       nodes,
 		Tasks:      tasks,
