@@ -87,6 +87,13 @@ func (plugin) Name() string { return Name }
 
 func (plugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.Honour(Name, api.FeaturePersistentVolumeClaim, api.FeatureEphemeralVolume)
+	if !pendingClaims(ssn) {
+		// Nothing to place has a claim, and a session makes no task
+		// pending that was not: registering nothing spares every static
+		// evaluation and every placement a call (a few percent of a
+		// session over thousands of nodes).
+		return
+	}
 	s := &state{
 		ssn:      ssn,
 		pods:     map[*api.TaskInfo]*podVolumes{},
@@ -104,6 +111,18 @@ func (plugin) OnSessionOpen(ssn *framework.Session) {
 	})
 	ssn.AddJobValidFn(s.jobValid)
 	ssn.AddEventHandler(framework.EventHandler{AllocateFunc: s.allocate, DeallocateFunc: s.deallocate})
+}
+
+// pendingClaims reports whether a pending pod of some gang has a claim.
+func pendingClaims(ssn *framework.Session) bool {
+	for _, job := range ssn.Jobs {
+		for _, t := range job.Tasks {
+			if t.Status == api.Pending && hasClaims(t) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // state is the plugin's accounting for one session.
