@@ -39,18 +39,20 @@ func (s *state) attachedOf(t *api.TaskInfo) []attachment {
 // ephemeral claim that is not the pod's, counts nothing (kube-scheduler
 // fails the node for the latter; a pending pod with one waits anyway).
 // A volume of an in-tree plugin (a PersistentVolume without spec.csi)
-// counts nothing either: kube-scheduler counts it against its CSI
-// driver when CSI migration is on for the node, through csi-translation-lib,
-// which this plugin leaves out; so are inline in-tree disks, whose pods
-// the scheduler does not place (api.FeatureGCEPersistentDisk and the
-// others). On a cluster whose in-tree volumes are migrated to CSI, every
-// volume created since is a CSI one.
+// counts nothing either: kube-scheduler counts it against its CSI driver
+// when CSI migration is on for the node, through csi-translation-lib,
+// which this plugin leaves out. On a cluster whose in-tree volumes are
+// migrated to CSI, every volume provisioned since is a CSI one. Nor do
+// inline in-tree disks count (the scheduler places no pod with one:
+// api.FeatureGCEPersistentDisk and the others), or volumes still attached
+// by a VolumeAttachment after their pod is gone, which kube-scheduler
+// counts.
 func (s *state) attachmentsOf(t *api.TaskInfo) []attachment {
 	pod := t.Pod
 	var out []attachment
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
-		name, eph, _ := claimOf(pod, vol, i)
+		name, eph := claimOf(pod, vol)
 		if name == "" {
 			continue
 		}

@@ -246,7 +246,7 @@ func (s *state) readVolumes(task *api.TaskInfo) *podVolumes {
 	}
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
-		name, eph, field := claimOf(pod, vol, i)
+		name, eph := claimOf(pod, vol)
 		if name == "" {
 			continue
 		}
@@ -287,7 +287,7 @@ func (s *state) readVolumes(task *api.TaskInfo) *podVolumes {
 				if out.refuse == "" {
 					out.refuse = fmt.Sprintf("pod %s: %s (%s): claim %q is not bound and its StorageClass %q binds WaitForFirstConsumer; "+
 						"troupe-scheduler does not bind or provision volumes: pre-bind the claim, or use a StorageClass with volumeBindingMode Immediate",
-						task.Key(), field, vol.Name, name, volume.GetPersistentVolumeClaimClass(claim))
+						task.Key(), fieldOf(vol, i), vol.Name, name, volume.GetPersistentVolumeClaimClass(claim))
 				}
 			default:
 				// An Immediate claim the PV controller has yet to bind, or
@@ -316,17 +316,24 @@ func (s *state) readVolumes(task *api.TaskInfo) *podVolumes {
 	return out
 }
 
-// claimOf returns the claim of the pod's volume i, whether it is a generic
-// ephemeral volume's, and the volume's field path; "" for a volume without
-// a claim.
-func claimOf(pod *corev1.Pod, vol *corev1.Volume, i int) (name string, eph bool, field string) {
+// claimOf returns the claim of the pod's volume, and whether it is a
+// generic ephemeral volume's; "" for a volume without a claim.
+func claimOf(pod *corev1.Pod, vol *corev1.Volume) (name string, eph bool) {
 	switch {
 	case vol.PersistentVolumeClaim != nil:
-		return vol.PersistentVolumeClaim.ClaimName, false, fmt.Sprintf("spec.volumes[%d].persistentVolumeClaim", i)
+		return vol.PersistentVolumeClaim.ClaimName, false
 	case vol.Ephemeral != nil:
-		return ephemeral.VolumeClaimName(pod, vol), true, fmt.Sprintf("spec.volumes[%d].ephemeral", i)
+		return ephemeral.VolumeClaimName(pod, vol), true
 	}
-	return "", false, ""
+	return "", false
+}
+
+// fieldOf is the field path of the claim of volume i, for messages.
+func fieldOf(vol *corev1.Volume, i int) string {
+	if vol.Ephemeral != nil {
+		return fmt.Sprintf("spec.volumes[%d].ephemeral", i)
+	}
+	return fmt.Sprintf("spec.volumes[%d].persistentVolumeClaim", i)
 }
 
 // bound is kube-scheduler's "fully bound": the claim names its volume and
