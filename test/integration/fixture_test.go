@@ -92,14 +92,20 @@ func (f *fixture) job(name string, workers int32, gpus string, worker func(*test
 		m(j)
 	}
 	ExpectWithOffset(1, suite.Client.Create(f.ctx, j)).To(Succeed())
-	// Its pods and PodGroup would hold their share of the default queue
-	// for the next specs: envtest runs no garbage collector.
-	DeferCleanup(func() {
-		Expect(client.IgnoreNotFound(suite.Client.Delete(f.ctx, j))).To(Succeed())
-		Expect(suite.Client.DeleteAllOf(f.ctx, &corev1.Pod{}, client.InNamespace(f.ns), client.GracePeriodSeconds(0))).To(Succeed())
-		Expect(suite.Client.DeleteAllOf(f.ctx, &schedulingv1alpha1.PodGroup{}, client.InNamespace(f.ns))).To(Succeed())
-	})
+	DeferCleanup(deleteGangs, f.ctx, f.ns)
 	return j
+}
+
+// deleteGangs deletes the jobs, pods and PodGroups of namespace ns. Left
+// there, they would hold their share of the default queue for the next
+// specs, and a pending gang would take the next spec's nodes: envtest
+// runs no garbage collector.
+func deleteGangs(ctx context.Context, ns string) {
+	in := client.InNamespace(ns)
+	Expect(suite.Client.DeleteAllOf(ctx, &kubeflowv1.PyTorchJob{}, in)).To(Succeed())
+	Expect(suite.Client.DeleteAllOf(ctx, &kubeflowv1.TFJob{}, in)).To(Succeed())
+	Expect(suite.Client.DeleteAllOf(ctx, &corev1.Pod{}, in, client.GracePeriodSeconds(0))).To(Succeed())
+	Expect(suite.Client.DeleteAllOf(ctx, &schedulingv1alpha1.PodGroup{}, in)).To(Succeed())
 }
 
 // live returns the job's pods not being deleted.

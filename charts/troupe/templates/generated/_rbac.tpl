@@ -108,6 +108,8 @@
   resources:
   - namespaces
   - nodes
+  - persistentvolumeclaims
+  - persistentvolumes
   verbs:
   - get
   - list
@@ -173,6 +175,15 @@
   - queues
   verbs:
   - create
+  - get
+  - list
+  - watch
+- apiGroups:
+  - storage.k8s.io
+  resources:
+  - csinodes
+  - storageclasses
+  verbs:
   - get
   - list
   - watch
