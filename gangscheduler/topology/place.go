@@ -31,9 +31,9 @@
 // in the tree's order, so that members with neighbouring ranks share the
 // closest domain the placement allows; the ranks the operator already
 // gave the pods (RANK, TF_CONFIG's task index, the MPI hostfile) are then
-// topology-ordered without any rewrite. Each member is labelled, with its
-// bind and no write of its own, with its domain at every level and its
-// rank along the tree.
+// topology-ordered without any rewrite. Each member gets, with its bind
+// and no write of its own, its domain at every level and its rank along
+// the tree, as labels and annotations (the binder says why both).
 package topology
 
 import (

@@ -119,10 +119,13 @@ var _ = Describe("Topology: PyTorchJobs placed on racks through the operator and
 		Expect(ws[2].Spec.NodeName).To(Equal(ws[3].Spec.NodeName))
 		Expect(ws[1].Spec.NodeName).NotTo(Equal(ws[2].Spec.NodeName))
 		for i, w := range ws {
-			Expect(w.Labels).To(HaveKeyWithValue(topology.RankLabel, fmt.Sprint(i)), w.Name)
-			Expect(w.Labels).To(HaveKeyWithValue(topology.LevelLabelPrefix+"block", "b2"), w.Name)
-			Expect(w.Labels).To(HaveKeyWithValue(topology.LevelLabelPrefix+"rack", "r3"), w.Name)
-			Expect(w.Labels).To(HaveKeyWithValue(topology.LevelLabelPrefix+"host", w.Spec.NodeName), w.Name)
+			// As labels (Kubernetes 1.35 and later) and annotations.
+			for _, m := range []map[string]string{w.Labels, w.Annotations} {
+				Expect(m).To(HaveKeyWithValue(topology.RankLabel, fmt.Sprint(i)), w.Name)
+				Expect(m).To(HaveKeyWithValue(topology.LevelLabelPrefix+"block", "b2"), w.Name)
+				Expect(m).To(HaveKeyWithValue(topology.LevelLabelPrefix+"rack", "r3"), w.Name)
+				Expect(m).To(HaveKeyWithValue(topology.LevelLabelPrefix+"host", w.Spec.NodeName), w.Name)
+			}
 		}
 		for _, p := range f.live(Default, "packed") {
 			if p.Labels[kubeflowv1.ReplicaTypeLabel] == "master" {
