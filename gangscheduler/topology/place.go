@@ -26,6 +26,13 @@
 // but second to the packed level below it that has one: the fewest racks
 // first, then the fewest blocks.
 //
+// Members placed later than the others (a replacement of a lost member,
+// the members above minMember) are placed with the gang's members already
+// on nodes: those count in their domains' room and stay where they are,
+// every split gives their domains at least as many, and the rules hold
+// for the whole gang. When they cannot (the rack of a packed gang is full
+// now), a required rule keeps the newcomers pending and says why.
+//
 // Ranks follow the tree: members are taken in rank order (the policy's
 // roles in its order, then the replica index) and given to the domains
 // in the tree's order, so that members with neighbouring ranks share the
@@ -107,7 +114,8 @@ func Place(ssn *framework.Session, job *api.JobInfo, covered []*api.TaskInfo, ma
 	if len(covered) == 0 {
 		return Result{Stmt: ssn.Statement()}
 	}
-	p := &placement{ssn: ssn, tree: ssn.TopologyTree(topo), policy: pol, members: RankOrder(pol, covered), mayPlace: mayPlace, ceiling: map[*api.Domain]int{}}
+	p := &placement{ssn: ssn, tree: ssn.TopologyTree(topo), policy: pol, mayPlace: mayPlace, ceiling: map[*api.Domain]int{}}
+	p.members = RankOrder(pol, append(slices.Clone(covered), p.placedMembers(job)...))
 	var lastErr error
 	for range attempts {
 		p.measure()
@@ -116,6 +124,12 @@ func Place(ssn *framework.Session, job *api.JobInfo, covered []*api.TaskInfo, ma
 			if errors.Is(err, errQueue) {
 				return Result{Reason: ReasonNotEnoughResources, Message: err.Error()}
 			}
+			if !anyRequired(pol) {
+				return p.withoutTopology(err)
+			}
+			return Result{Reason: ReasonTopologyNotSatisfied, Message: err.Error()}
+		}
+		if err := p.keepsPlaced(shares); err != nil {
 			if !anyRequired(pol) {
 				return p.withoutTopology(err)
 			}
@@ -179,10 +193,16 @@ func RankOrder(pol *api.TopologyPolicy, members []*api.TaskInfo) []*api.TaskInfo
 
 // placement is one gang's search.
 type placement struct {
-	ssn      *framework.Session
-	tree     *api.TopologyTree
-	policy   *api.TopologyPolicy
-	members  []*api.TaskInfo
+	ssn    *framework.Session
+	tree   *api.TopologyTree
+	policy *api.TopologyPolicy
+	// members are the covered members to place and those placed already
+	// (on a node of the tree), in rank order.
+	members []*api.TaskInfo
+	// placed maps the members placed already to their last-level domain;
+	// placedIn counts them per domain, at every level.
+	placed   map[*api.TaskInfo]*api.Domain
+	placedIn map[*api.Domain]int
 	mayPlace func(*api.TaskInfo) bool
 	// room is how many members fit in each domain now, by measure.
 	room map[*api.Domain]int
@@ -194,6 +214,49 @@ type placement struct {
 	// host port, a spread constraint), a rule that is the same on every
 	// node of a class.
 	perNode int
+}
+
+// placedMembers are the members of job that the policy covers and that
+// are on a node of the tree already (bound, running, or placed earlier in
+// the session): a member placed later (a replacement, the members above
+// minMember) joins them, and the rules hold for all of them together.
+// Members on a node outside the tree stay out of the count.
+func (p *placement) placedMembers(job *api.JobInfo) []*api.TaskInfo {
+	p.placed, p.placedIn = map[*api.TaskInfo]*api.Domain{}, map[*api.Domain]int{}
+	var out []*api.TaskInfo
+	for _, t := range job.Tasks {
+		if t.Status != api.Allocated && t.Status != api.Bound && t.Status != api.Running || !p.policy.Covers(t.Role) {
+			continue
+		}
+		n, ok := p.ssn.Nodes[t.NodeName]
+		if !ok || p.tree.Leaf[n.Index] == nil {
+			continue
+		}
+		leaf := p.tree.Leaf[n.Index]
+		p.placed[t] = leaf
+		for d := leaf; d != nil; d = d.Parent {
+			p.placedIn[d]++
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// keepsPlaced fails when the shares leave a domain fewer members than the
+// gang has there already: the rules cannot be kept with the placed
+// members where they are.
+func (p *placement) keepsPlaced(shares []share) error {
+	given := map[*api.Domain]int{}
+	for _, sh := range shares {
+		given[sh.dom] = sh.n
+	}
+	for t, d := range p.placed {
+		if given[d] < p.placedIn[d] {
+			return fmt.Errorf("the gang's %d placed members in %s (%s among them) cannot stay there by the policy with %d more: it gives that domain %d",
+				p.placedIn[d], d.Path(), t.Name, len(p.members)-len(p.placed), given[d])
+		}
+	}
+	return nil
 }
 
 // measure computes the room of every domain: per node, how many members
@@ -211,7 +274,7 @@ type placement struct {
 // kubernetes.io/hostname, or a domain of the level with that label.
 func (p *placement) measure() {
 	p.room = map[*api.Domain]int{}
-	rep := p.members[0]
+	rep := p.members[slices.IndexFunc(p.members, func(t *api.TaskInfo) bool { return p.placed[t] == nil })]
 	cls := p.ssn.ClassOf(rep)
 	alone := p.aloneKeys(rep)
 	for _, n := range p.ssn.CandidateNodes(cls, rep) {
@@ -241,6 +304,10 @@ func (p *placement) measure() {
 				p.room[x] -= over
 			}
 		}
+	}
+	// A placed member has its place: room for itself.
+	for d, k := range p.placedIn {
+		p.room[d] += k
 	}
 }
 
@@ -324,7 +391,7 @@ func (p *placement) distribute(d *api.Domain, n int) ([]share, []string, error) 
 	}
 	slots := make([]slot, len(d.Children))
 	for i, c := range d.Children {
-		slots[i] = slot{dom: c, room: p.room[c]}
+		slots[i] = slot{dom: c, room: p.room[c], placed: p.placedIn[c]}
 	}
 	// A partition or a factor below asks this level for whole groups.
 	at, size, below := p.groups(lv)
@@ -332,11 +399,11 @@ func (p *placement) distribute(d *api.Domain, n int) ([]share, []string, error) 
 	if size > 1 {
 		grouped = make([]slot, len(slots))
 		for i, c := range d.Children {
-			grouped[i] = slot{dom: c, room: p.wholeGroups(c, at, size) * size}
+			grouped[i] = slot{dom: c, room: p.wholeGroups(c, at, size) * size, placed: p.placedIn[c]}
 		}
 	}
 	splitBy := func(r api.LevelRule) ([]int, error) {
-		counts, err := split(r, grouped, n, size)
+		counts, err := split(r, grouped, n, size, !explicit)
 		switch {
 		case err == nil || size <= 1:
 		case below.Required:
@@ -344,7 +411,7 @@ func (p *placement) distribute(d *api.Domain, n int) ([]share, []string, error) 
 			return nil, p.groupsError(d, at, size, below, n)
 		default:
 			// The rule below is preferred: it is broken there, and says so.
-			counts, err = split(r, slots, n, 0)
+			counts, err = split(r, slots, n, 0, !explicit)
 		}
 		return counts, err
 	}
@@ -462,7 +529,8 @@ func (p *placement) packFor(d *api.Domain, at, n int, counts []int) []int {
 	}
 	best := -1
 	for j, c := range d.Children {
-		if p.room[c] >= n && len(p.fill(c, at, n)) == fewest && (best < 0 || p.room[c] < p.room[d.Children[best]]) {
+		if p.room[c] >= n && len(p.fill(c, at, n)) == fewest && (best < 0 || p.placedIn[c] > p.placedIn[d.Children[best]] ||
+			p.placedIn[c] == p.placedIn[d.Children[best]] && p.room[c] < p.room[d.Children[best]]) {
 			best = j
 		}
 	}
@@ -501,7 +569,9 @@ func (p *placement) fill(d *api.Domain, at, n int) map[*api.Domain]int {
 		}
 	}
 	collect(d)
-	slices.SortStableFunc(doms, func(a, b *api.Domain) int { return cmp.Compare(p.room[b], p.room[a]) })
+	slices.SortStableFunc(doms, func(a, b *api.Domain) int {
+		return cmp.Or(cmp.Compare(p.placedIn[b], p.placedIn[a]), cmp.Compare(p.room[b], p.room[a]))
+	})
 	out := map[*api.Domain]int{}
 	for _, x := range doms {
 		if n == 0 {
@@ -700,13 +770,21 @@ func dedupe(lines []string) []string {
 // one did.
 func (p *placement) place(stmt *framework.Statement, shares []share) (*api.Domain, int, error) {
 	next := 0
+	// nextNew moves next to the next member not placed yet.
+	nextNew := func() {
+		for next < len(p.members) && p.placed[p.members[next]] != nil {
+			next++
+		}
+	}
 	for _, sh := range shares {
 		nodes := make([]*api.NodeInfo, len(sh.dom.Nodes))
 		for i, idx := range sh.dom.Nodes {
 			nodes[i] = p.ssn.NodeList[idx]
 		}
 		labels := p.domainLabels(sh.dom)
-		for k := range sh.n {
+		already := p.placedIn[sh.dom]
+		for k := already; k < sh.n; k++ {
+			nextNew()
 			t := p.members[next]
 			if p.mayPlace != nil && !p.mayPlace(t) {
 				return nil, 0, errQueue
@@ -759,17 +837,23 @@ func clone(m map[string]string) map[string]string {
 	return out
 }
 
-// outcome reads, level by level, the domains the statement's placements
-// use, in rank order.
+// outcome reads, level by level, the domains the gang's covered members
+// use, placed before or by the statement, in rank order.
 func (p *placement) outcome(stmt *framework.Statement) []framework.LevelOutcome {
+	at := map[*api.TaskInfo]*api.Domain{}
+	for _, d := range stmt.Placements() {
+		at[d.Task] = p.tree.Leaf[p.ssn.Nodes[d.Node].Index]
+	}
+	var leaves []*api.Domain
+	for _, t := range p.members { // rank order
+		if d := cmp.Or(p.placed[t], at[t]); d != nil {
+			leaves = append(leaves, d)
+		}
+	}
 	levels := make([]framework.LevelOutcome, len(p.tree.Levels))
 	for lv, l := range p.tree.Levels {
 		levels[lv].Level = l.Name
-		for _, d := range stmt.Placements() {
-			leaf := p.tree.Leaf[p.ssn.Nodes[d.Node].Index]
-			if leaf == nil {
-				continue
-			}
+		for _, leaf := range leaves {
 			x := leaf
 			for x.Level > lv {
 				x = x.Parent
@@ -791,6 +875,9 @@ func (p *placement) outcome(stmt *framework.Statement) []framework.LevelOutcome 
 func (p *placement) withoutTopology(why error) Result {
 	stmt := p.ssn.Statement()
 	for _, t := range p.members {
+		if p.placed[t] != nil {
+			continue
+		}
 		if p.mayPlace != nil && !p.mayPlace(t) {
 			stmt.Discard()
 			return Result{Reason: ReasonNotEnoughResources, Message: errQueue.Error()}

@@ -96,11 +96,24 @@ func (c *randomCase) greedyRacks() int {
 // GPUs for it, and every required rule kept, counted from the nodes the
 // members are on. It returns what is wrong.
 func (c *randomCase) check(ssn *framework.Session, res topology.Result) []string {
+	return c.checkNodes(placedNodes(ssn, res))
+}
+
+// placedNodes are the nodes a placement puts members on, one per member.
+func placedNodes(ssn *framework.Session, res topology.Result) []string {
+	var out []string
+	for _, d := range res.Stmt.Placements() {
+		out = append(out, ssn.Nodes[d.Node].Node.Name)
+	}
+	return out
+}
+
+// checkNodes judges the gang's members on nodes, one per member.
+func (c *randomCase) checkNodes(nodes []string) []string {
 	var bad []string
 	placed := map[string]int64{}
 	perRack, perBlock := map[string]int{}, map[string]int{}
-	for _, d := range res.Stmt.Placements() {
-		node := ssn.Nodes[d.Node].Node.Name
+	for _, node := range nodes {
 		placed[node] += c.gpus
 		perRack[c.rackOf[node]]++
 		perBlock[c.blockOf[node]]++
@@ -110,7 +123,7 @@ func (c *randomCase) check(ssn *framework.Session, res topology.Result) []string
 			bad = append(bad, fmt.Sprintf("node %s: %d GPUs placed, %d free", node, g, c.free[node]))
 		}
 	}
-	if total := len(res.Stmt.Placements()); total != c.n {
+	if total := len(nodes); total != c.n {
 		bad = append(bad, fmt.Sprintf("%d of %d members placed", total, c.n))
 	}
 	if c.block != nil && len(perBlock) != 1 {
@@ -196,6 +209,41 @@ func runRandomCase(t *testing.T, seed uint64) {
 		if greedy := c.greedyRacks(); len(racks) > greedy {
 			t.Fatalf("seed %d: %v: %d racks used, the greedy baseline needs %d", seed, c, len(racks), greedy)
 		}
+	}
+	c.checkReplacements(t, seed, placedNodes(ssn, res), rules)
+}
+
+// checkReplacements keeps some members of a placed gang where they went,
+// running, takes the others back to pending (lost members to replace),
+// and places the gang again: it must be placed, since the first
+// placement still is one, and the rules must hold for the whole gang.
+func (c *randomCase) checkReplacements(t *testing.T, seed uint64, nodes []string, rules []api.LevelRule) {
+	t.Helper()
+	if c.n < 2 {
+		return
+	}
+	r := rand.New(rand.NewPCG(seed, 7))
+	pods := slices.Clone(c.busy)
+	var kept []string
+	// Members are placed in rank order: worker i went to nodes[i].
+	keep := 1 + r.IntN(c.n-1)
+	for i, w := range workers(c.n, c.gpus) {
+		if i < len(nodes) && r.IntN(c.n) < keep {
+			w.Spec.NodeName = nodes[i]
+			w.Status.Phase = corev1.PodRunning
+			kept = append(kept, nodes[i])
+		}
+		pods = append(pods, w)
+	}
+	if len(kept) == 0 || len(kept) == c.n {
+		return
+	}
+	res, ssn := place(t, c.nodes, pods, &api.TopologyPolicy{Topology: "fabric", Rules: rules})
+	if res.Stmt == nil {
+		t.Fatalf("seed %d: %v: with %d members kept on %v, the rest not placed: %s: %s", seed, c, len(kept), kept, res.Reason, res.Message)
+	}
+	if bad := c.checkNodes(append(kept, placedNodes(ssn, res)...)); len(bad) > 0 {
+		t.Fatalf("seed %d: %v: with %d members kept on %v:\n%v", seed, c, len(kept), kept, bad)
 	}
 }
 

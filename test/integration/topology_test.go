@@ -66,8 +66,10 @@ var _ = Describe("Topology: PyTorchJobs placed on racks through the operator and
 	}
 	// occupy binds a pod of gpus GPUs to node, outside any gang: load
 	// that the gang must place around.
+	loads := 0
 	occupy := func(node string, gpus string) {
-		pod := testutil.MakePod("load-"+node, f.ns).NodeName(f.ns+"-"+node).Limit(testutil.GPU, gpus).Obj()
+		loads++
+		pod := testutil.MakePod(fmt.Sprintf("load-%d-%s", loads, node), f.ns).NodeName(f.ns+"-"+node).Limit(testutil.GPU, gpus).Obj()
 		Expect(suite.Client.Create(ctx, pod)).To(Succeed())
 	}
 	// workers waits for the job's gang to be bound whole and returns its
@@ -143,6 +145,32 @@ var _ = Describe("Topology: PyTorchJobs placed on racks through the operator and
 		c := condition(Default, "packed", schedulingv1alpha1.PodGroupTopologySatisfied)
 		Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		Expect(c.Reason).To(Equal(schedulingv1alpha1.PodGroupReasonRulesKept))
+	})
+
+	It("places a replacement of a lost worker in its gang's rack, though another rack fits it as tightly and comes first", func() {
+		occupy("r1-a", "2")
+		occupy("r2-a", "2")
+		f.job("replaced", 4, "2", nil, withTopology(testutil.Pack("rack").Required()))
+		lost := workers("replaced", 4)[1]
+		Expect(rackOf(lost)).To(Equal("r3"))
+		// Block b1 now has room for one worker, in rack r1, as b2 and r3
+		// will once the lost one goes: b1 and r1 come first in the tree's
+		// order, and fit as tightly.
+		occupy("r1-b", "4")
+		occupy("r2-a", "2")
+		occupy("r2-b", "4")
+		Expect(suite.Client.Delete(ctx, &lost)).To(Succeed())
+		Eventually(func(g Gomega) {
+			for _, p := range f.live(g, "replaced") {
+				if p.Name == lost.Name {
+					g.Expect(p.UID).NotTo(Equal(lost.UID))
+					g.Expect(p.Spec.NodeName).NotTo(BeEmpty())
+				}
+			}
+		}, 30*time.Second).Should(Succeed())
+		ws := workers("replaced", 4)
+		Expect(racksOf(ws)).To(Equal([]string{"r3", "r3", "r3", "r3"}))
+		Expect(ws[1].Labels).To(HaveKeyWithValue(topology.RankLabel, "1"))
 	})
 
 	It("partitions a gang into two racks, each packed onto one node, ranks 0-3 in one and 4-7 in the other", func() {
