@@ -305,8 +305,8 @@ func TestCRDs(t *testing.T) {
 			troupeOnly.Insert(name)
 		}
 	}
-	if troupeOnly.Len() != 2 || troupeOnly.Len() == len(want) {
-		t.Fatalf("config/crd/bases: want the kubeflow.org kinds and Troupe's PodGroup and Queue, found %v", sets.KeySet(want))
+	if troupeOnly.Len() != 3 || troupeOnly.Len() == len(want) {
+		t.Fatalf("config/crd/bases: want the kubeflow.org kinds and Troupe's PodGroup, Queue and Topology, found %v", sets.KeySet(want))
 	}
 
 	tests := []struct {

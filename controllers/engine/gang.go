@@ -102,7 +102,7 @@ func (r *Reconciler) syncGang(ctx context.Context, s *scope) (bool, error) {
 		return false, err
 	}
 	spec := gangSpec(r.fw, s.job)
-	if r.refuseTopology(s, backend, spec.Topology) && !slices.ContainsFunc(s.pods, isLive) {
+	if r.refuseTopology(s, backend, spec.Topology, slices.ContainsFunc(s.pods, isLive)) {
 		return false, nil
 	}
 	if backend == nil {
@@ -221,7 +221,7 @@ func (r *Reconciler) warnCustomSchedulerNames(s *scope, backend integrations.Bac
 }
 
 // onceReasons are the warnings given once per job, not once per pass.
-var onceReasons = []string{ReasonCustomSchedulerName, ReasonTopologyIgnored}
+var onceReasons = []string{ReasonCustomSchedulerName, ReasonTopologyIgnored, ReasonTopologyUnsupported}
 
 type warningKey struct{ job, reason string }
 
@@ -246,10 +246,12 @@ func (r *Reconciler) forgetWarnings(job string) {
 // refuseTopology holds back a job whose gang backend (nil: gang
 // scheduling off) cannot keep a required rule of its topology policy: the
 // job runs by the rule or not at all, and GangScheduled says why and what
-// would keep it. It reports whether it refused. Preferred rules the
-// backend cannot keep are a warning, given once per job: the gang runs
-// without them, as a preference allows.
-func (r *Reconciler) refuseTopology(s *scope, backend integrations.Backend, t *integrations.GangTopology) bool {
+// would keep it. It reports whether it refused. A job with live pods (its
+// backend changed under it) is not stopped: nothing running is lost, and
+// the refusal is a warning, once. Preferred rules the backend cannot keep
+// are a warning, given once per job: the gang runs without them, as a
+// preference allows.
+func (r *Reconciler) refuseTopology(s *scope, backend integrations.Backend, t *integrations.GangTopology, live bool) bool {
 	required, preferred := integrations.UnkeptTopology(backend, t)
 	name := integrations.None
 	if backend != nil {
@@ -262,9 +264,14 @@ func (r *Reconciler) refuseTopology(s *scope, backend integrations.Backend, t *i
 	if len(required) == 0 {
 		return false
 	}
-	msg := integrations.DescribeUnkept(name, required) + fmt.Sprintf(
-		", and the rules are required: no pod is created. The troupe backend keeps every rule: choose it with the annotation %s=troupe (or --gang-scheduler-name), or make the rules preferred (see docs/topology.md).",
+	how := fmt.Sprintf("The troupe backend keeps every rule: choose it with the annotation %s=troupe (or --gang-scheduler-name), or make the rules preferred (see docs/topology.md).",
 		integrations.GangSchedulerAnnotation)
+	if live {
+		r.warnOnce(s, ReasonTopologyUnsupported, integrations.DescribeUnkept(name, required)+
+			", and the rules are required: the job's running pods are kept, but nothing places them by the rules. "+how)
+		return false
+	}
+	msg := integrations.DescribeUnkept(name, required) + ", and the rules are required: no pod is created. " + how
 	old := findCondition(s.status(), ConditionGangScheduled)
 	if old == nil || old.Reason != ReasonTopologyUnsupported || old.Message != msg {
 		r.event(s.job, corev1.EventTypeWarning, ReasonTopologyUnsupported, msg)

@@ -325,6 +325,9 @@ func (r *Reconciler) failJob(s *scope, reason, msg string) {
 // with the resourceVersion the pass read: a pass that worked from a stale
 // job is retried rather than allowed to overwrite newer counts.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if !s.deleted {
+		s.status().State = stateOf(s.status())
+	}
 	if s.deleted || apiequality.Semantic.DeepEqual(s.original.GetJobStatus(), s.job.GetJobStatus()) {
 		return nil
 	}

@@ -42,7 +42,8 @@ import (
 // creates the default Queue, records events and holds its leader Lease. It
 // never changes a pod, node or PodGroup spec.
 //
-// +kubebuilder:rbac:groups="",resources=nodes;pods;namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes;pods;namespaces;persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=delete
 // +kubebuilder:rbac:groups="",resources=pods/binding,verbs=create
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch

@@ -23,6 +23,9 @@ type Objects struct {
 	PriorityClasses []*schedulingv1.PriorityClass
 	Namespaces      []*corev1.Namespace
 	Topologies      []*schedulingv1alpha1.Topology
+	// Storage looks up the claims, volumes, StorageClasses and CSINodes;
+	// nil for none (api.Cluster.Storage).
+	Storage api.StorageSource
 	// NodesUnchanged says Nodes is left out: the nodes are the objects of
 	// the last state the same Builder built (api.Cluster.NodesUnchanged).
 	NodesUnchanged bool
@@ -88,6 +91,7 @@ func build(objs Objects, schedulerName string, nodes *api.NodeMemo, tasks *api.T
 		Queues:     queues,
 		Namespaces: objs.Namespaces,
 		Topologies: topologies(objs.Topologies),
+		Storage:    objs.Storage,
 		JobOf:      JobOf(schedulerName),
 		Memo:       nodes,
 		Tasks:      tasks,

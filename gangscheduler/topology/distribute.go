@@ -14,8 +14,12 @@ import (
 type slot struct {
 	dom *api.Domain
 	// room is how many of the gang's members fit in it (an estimate: see
-	// placement.room).
+	// placement.room), its placed members included.
 	room int
+	// placed is how many of the gang's members are in it already: a
+	// domain that holds some is preferred, so that members placed later
+	// (a replacement, say) join them.
+	placed int
 }
 
 // split decides how many of n members go to each domain of one level
@@ -27,11 +31,17 @@ type slot struct {
 //
 // The counts are in members. With a factor F, the rule's arithmetic is
 // done in units of F members: every count is a multiple of F, and n must
-// be one too. A range bounds every count that is not zero.
-func split(rule api.LevelRule, slots []slot, n int) ([]int, error) {
-	f := max(rule.Factor, 1)
-	if n%f != 0 {
+// be one too. A range bounds every count that is not zero. group, when
+// more than 1, is a unit that a rule below asks for (placement.groups):
+// the counts are multiples of it too, and the slots' room counts whole
+// groups.
+func split(rule api.LevelRule, slots []slot, n, group int, implicit bool) ([]int, error) {
+	if f := max(rule.Factor, 1); n%f != 0 {
 		return nil, fmt.Errorf("%d members are not a multiple of factor %d", n, f)
+	}
+	f := lcm(max(rule.Factor, 1), max(group, 1))
+	if n%f != 0 {
+		return nil, fmt.Errorf("%d members do not make whole groups of %d for the level below", n, f)
 	}
 	lo, hi := ceilDiv(max(rule.Min, 1), f), 0
 	if rule.Max > 0 {
@@ -40,8 +50,12 @@ func split(rule api.LevelRule, slots []slot, n int) ([]int, error) {
 			return nil, fmt.Errorf("no multiple of factor %d within range [%d, %d]", f, rule.Min, rule.Max)
 		}
 	}
-	units := make([]int, len(slots))
+	if n/f < lo {
+		return nil, fmt.Errorf("%d members are fewer than the range's minimum of %d per domain", n, rule.Min)
+	}
+	units, placed := make([]int, len(slots)), make([]int, len(slots))
 	for i, s := range slots {
+		placed[i] = ceilDiv(s.placed, f) // in units, as the room
 		u := s.room / f
 		if hi > 0 {
 			u = min(u, hi)
@@ -57,9 +71,21 @@ func split(rule api.LevelRule, slots []slot, n int) ([]int, error) {
 	case api.RuleSpread:
 		out, err = spread(units, n/f, lo)
 	case api.RulePartition:
-		out, err = partition(units, n/f, rule.Partitions, lo, hi)
+		out, err = partition(units, placed, n/f, rule.Partitions, lo, hi)
 	default:
-		out, err = pack(units, n/f, lo, rule.Required)
+		out, err = pack(units, placed, n/f, lo, rule.Required, !implicit)
+	}
+	if err == nil || errors.Is(err, errUneven) {
+		for i, k := range placed {
+			if out[i]*f < k {
+				return nil, fmt.Errorf("the rule gives %s %d members, fewer than the gang's %d placed there", slots[i].dom.Value, out[i]*f, k)
+			}
+		}
+	}
+	var beside *errNoRoomBesidePlaced
+	if errors.As(err, &beside) {
+		at := slots[beside.at]
+		return nil, fmt.Errorf("%s, where the gang's %d placed members are, has room for %d of the %d members", at.dom.Value, at.placed, units[beside.at]*f, n)
 	}
 	var short *errNoRoom
 	if errors.As(err, &short) {
@@ -80,41 +106,80 @@ func split(rule api.LevelRule, slots []slot, n int) ([]int, error) {
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+func lcm(a, b int) int { return a / gcd(a, b) * b }
+
 // pack puts n units in as few domains as possible: in one, the one with
 // the least room that holds them all (the best fit, which keeps the
 // roomier domains whole for bigger gangs), else, unless one is a must,
-// the roomiest first. Each domain used gets at least lo.
-func pack(room []int, n, lo int, one bool) ([]int, error) {
+// the roomiest first. Each domain used gets at least lo. Domains that
+// hold placed members are used, each for at least those: in one, that
+// must be the one domain that holds them all; else, with joinPlaced, they
+// are filled first (a rule the user wrote: fewer new domains), or in
+// their turn by room (a level without a rule, whose split serves the
+// rules below).
+func pack(room, placed []int, n, lo int, one, joinPlaced bool) ([]int, error) {
 	out := make([]int, len(room))
+	holding := 0
+	for _, k := range placed {
+		if k > 0 {
+			holding++
+		}
+	}
 	best := -1
 	for i, r := range room {
-		if r >= n && (best < 0 || r < room[best]) {
+		if r >= n && (holding == 0 || placed[i] > 0) && (best < 0 || r < room[best]) {
 			best = i
 		}
 	}
-	if best >= 0 {
+	if best >= 0 && holding <= 1 {
 		out[best] = n
 		return out, nil
 	}
 	if one {
-		return nil, &errNoRoom{}
+		switch holding {
+		case 0:
+			return nil, &errNoRoom{}
+		case 1:
+			return nil, &errNoRoomBesidePlaced{at: slices.IndexFunc(placed, func(k int) bool { return k > 0 })}
+		}
+		return nil, fmt.Errorf("the gang's placed members are in %d domains already", holding)
 	}
 	order := byRoom(room, false)
+	if joinPlaced {
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(placed[b], placed[a]) })
+	}
+	// reserved is what the placed members of the domains not filled yet
+	// hold: a domain filled earlier must leave it.
+	reserved := 0
+	for _, k := range placed {
+		reserved += k
+	}
 	left := n
 	for _, i := range order {
+		reserved -= placed[i]
 		if left == 0 {
 			break
 		}
-		take := min(room[i], left)
-		if take < lo {
-			break
+		take := min(room[i], left-reserved)
+		if take < lo && placed[i] == 0 {
+			continue
 		}
 		// Leave enough for the next domain's minimum, if one is needed.
-		if rest := left - take; rest > 0 && rest < lo {
+		if rest := left - take; rest > 0 && rest < lo && placed[i] == 0 {
 			take = left - lo
 			if take < lo {
 				continue
 			}
+		}
+		if take < placed[i] {
+			return nil, fmt.Errorf("room for %d of %d members beside the gang's placed ones", n-left+take, n)
 		}
 		out[i] = take
 		left -= take
@@ -178,6 +243,14 @@ type errNoRoom struct{}
 
 func (*errNoRoom) Error() string { return "no domain has room for all the members" }
 
+// errNoRoomBesidePlaced says the one domain that holds the gang's placed
+// members has no room for the rest.
+type errNoRoomBesidePlaced struct{ at int }
+
+func (*errNoRoomBesidePlaced) Error() string {
+	return "no room for all the members beside the placed ones"
+}
+
 // errUneven says a spread could place every member, but not evenly: the
 // room of some domain is too small for its share.
 var errUneven = errors.New("the room is too uneven to spread the members evenly")
@@ -194,8 +267,9 @@ func spreadBy(counts []int, idx []int) int {
 
 // partition puts n units in p domains, in shares that differ by at most
 // one, each within [lo, hi] (hi 0: no bound): the largest share in the
-// domain with the least room that holds it, and so on.
-func partition(room []int, n, p, lo, hi int) ([]int, error) {
+// domain with the least room that holds it, and so on; domains that hold
+// placed members first, the most first.
+func partition(room, placed []int, n, p, lo, hi int) ([]int, error) {
 	if p > n {
 		return nil, fmt.Errorf("%d partitions of %d members", p, n)
 	}
@@ -214,7 +288,7 @@ func partition(room []int, n, p, lo, hi int) ([]int, error) {
 	for _, s := range shares { // largest first: shares is descending
 		best := -1
 		for i, r := range room {
-			if !used[i] && r >= s && (best < 0 || r < room[best]) {
+			if !used[i] && r >= s && placed[i] <= s && (best < 0 || placed[i] > placed[best] || placed[i] == placed[best] && r < room[best]) {
 				best = i
 			}
 		}
@@ -229,6 +303,11 @@ func partition(room []int, n, p, lo, hi int) ([]int, error) {
 		}
 		used[best] = true
 		out[best] = s
+	}
+	for i, k := range placed {
+		if k > 0 && !used[i] {
+			return nil, fmt.Errorf("the gang's placed members are in more domains than the %d partitions, or in one with too few", p)
+		}
 	}
 	return out, nil
 }

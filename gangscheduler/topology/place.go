@@ -15,14 +15,32 @@
 // of its own domain, not over every node; the tree itself is built once
 // per node set and shared by every session (api.Snapshot.TopologyTree).
 //
+// A level's rule splits the members of each domain of the level above
+// (spread evens out the racks of each block, say), with three exceptions
+// that make a rule hold for the whole gang: a required pack keeps every
+// member in one domain of its level, hence of every level above; a
+// partition into P makes P partitions in all, whole, however the levels
+// above split the gang (they split it in whole partitions, and a
+// required partition into shares of two sizes keeps to one domain above);
+// a factor's groups likewise stay whole. A level without a rule packs,
+// but second to the packed level below it that has one: the fewest racks
+// first, then the fewest blocks.
+//
+// Members placed later than the others (a replacement of a lost member,
+// the members above minMember) are placed with the gang's members already
+// on nodes: those count in their domains' room and stay where they are,
+// every split gives their domains at least as many, and the rules hold
+// for the whole gang. When they cannot (the rack of a packed gang is full
+// now), a required rule keeps the newcomers pending and says why.
+//
 // Ranks follow the tree: members are taken in rank order (the policy's
 // roles in its order, then the replica index) and given to the domains
 // in the tree's order, so that members with neighbouring ranks share the
 // closest domain the placement allows; the ranks the operator already
 // gave the pods (RANK, TF_CONFIG's task index, the MPI hostfile) are then
-// topology-ordered without any rewrite. Each member is labelled, with its
-// bind and no write of its own, with its domain at every level and its
-// rank along the tree.
+// topology-ordered without any rewrite. Each member gets, with its bind
+// and no write of its own, its domain at every level and its rank along
+// the tree, as labels and annotations (the binder says why both).
 package topology
 
 import (
@@ -96,7 +114,8 @@ func Place(ssn *framework.Session, job *api.JobInfo, covered []*api.TaskInfo, ma
 	if len(covered) == 0 {
 		return Result{Stmt: ssn.Statement()}
 	}
-	p := &placement{ssn: ssn, tree: ssn.TopologyTree(topo), policy: pol, members: RankOrder(pol, covered), mayPlace: mayPlace, ceiling: map[*api.Domain]int{}}
+	p := &placement{ssn: ssn, tree: ssn.TopologyTree(topo), policy: pol, mayPlace: mayPlace, ceiling: map[*api.Domain]int{}}
+	p.members = RankOrder(pol, append(slices.Clone(covered), p.placedMembers(job)...))
 	var lastErr error
 	for range attempts {
 		p.measure()
@@ -105,6 +124,12 @@ func Place(ssn *framework.Session, job *api.JobInfo, covered []*api.TaskInfo, ma
 			if errors.Is(err, errQueue) {
 				return Result{Reason: ReasonNotEnoughResources, Message: err.Error()}
 			}
+			if !anyRequired(pol) {
+				return p.withoutTopology(err)
+			}
+			return Result{Reason: ReasonTopologyNotSatisfied, Message: err.Error()}
+		}
+		if err := p.keepsPlaced(shares); err != nil {
 			if !anyRequired(pol) {
 				return p.withoutTopology(err)
 			}
@@ -168,10 +193,16 @@ func RankOrder(pol *api.TopologyPolicy, members []*api.TaskInfo) []*api.TaskInfo
 
 // placement is one gang's search.
 type placement struct {
-	ssn      *framework.Session
-	tree     *api.TopologyTree
-	policy   *api.TopologyPolicy
-	members  []*api.TaskInfo
+	ssn    *framework.Session
+	tree   *api.TopologyTree
+	policy *api.TopologyPolicy
+	// members are the covered members to place and those placed already
+	// (on a node of the tree), in rank order.
+	members []*api.TaskInfo
+	// placed maps the members placed already to their last-level domain;
+	// placedIn counts them per domain, at every level.
+	placed   map[*api.TaskInfo]*api.Domain
+	placedIn map[*api.Domain]int
 	mayPlace func(*api.TaskInfo) bool
 	// room is how many members fit in each domain now, by measure.
 	room map[*api.Domain]int
@@ -183,6 +214,49 @@ type placement struct {
 	// host port, a spread constraint), a rule that is the same on every
 	// node of a class.
 	perNode int
+}
+
+// placedMembers are the members of job that the policy covers and that
+// are on a node of the tree already (bound, running, or placed earlier in
+// the session): a member placed later (a replacement, the members above
+// minMember) joins them, and the rules hold for all of them together.
+// Members on a node outside the tree stay out of the count.
+func (p *placement) placedMembers(job *api.JobInfo) []*api.TaskInfo {
+	p.placed, p.placedIn = map[*api.TaskInfo]*api.Domain{}, map[*api.Domain]int{}
+	var out []*api.TaskInfo
+	for _, t := range job.Tasks {
+		if t.Status != api.Allocated && t.Status != api.Bound && t.Status != api.Running || !p.policy.Covers(t.Role) {
+			continue
+		}
+		n, ok := p.ssn.Nodes[t.NodeName]
+		if !ok || p.tree.Leaf[n.Index] == nil {
+			continue
+		}
+		leaf := p.tree.Leaf[n.Index]
+		p.placed[t] = leaf
+		for d := leaf; d != nil; d = d.Parent {
+			p.placedIn[d]++
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// keepsPlaced fails when the shares leave a domain fewer members than the
+// gang has there already: the rules cannot be kept with the placed
+// members where they are.
+func (p *placement) keepsPlaced(shares []share) error {
+	given := map[*api.Domain]int{}
+	for _, sh := range shares {
+		given[sh.dom] = sh.n
+	}
+	for t, d := range p.placed {
+		if given[d] < p.placedIn[d] {
+			return fmt.Errorf("the gang's %d placed members in %s (%s among them) cannot stay there by the policy with %d more: it gives that domain %d",
+				p.placedIn[d], d.Path(), t.Name, len(p.members)-len(p.placed), given[d])
+		}
+	}
+	return nil
 }
 
 // measure computes the room of every domain: per node, how many members
@@ -200,7 +274,7 @@ type placement struct {
 // kubernetes.io/hostname, or a domain of the level with that label.
 func (p *placement) measure() {
 	p.room = map[*api.Domain]int{}
-	rep := p.members[0]
+	rep := p.members[slices.IndexFunc(p.members, func(t *api.TaskInfo) bool { return p.placed[t] == nil })]
 	cls := p.ssn.ClassOf(rep)
 	alone := p.aloneKeys(rep)
 	for _, n := range p.ssn.CandidateNodes(cls, rep) {
@@ -230,6 +304,10 @@ func (p *placement) measure() {
 				p.room[x] -= over
 			}
 		}
+	}
+	// A placed member has its place: room for itself.
+	for d, k := range p.placedIn {
+		p.room[d] += k
 	}
 }
 
@@ -296,7 +374,7 @@ type share struct {
 // the last-level domains and their counts in the tree's order, and the
 // preferred rules it could not keep. A rule that yields one domain tries
 // the others that hold the members too, best fit first, when the levels
-// below cannot be kept in it.
+// below cannot be kept in it, required or preferred.
 func (p *placement) distribute(d *api.Domain, n int) ([]share, []string, error) {
 	if len(d.Children) == 0 {
 		return []share{{d, n}}, nil, nil
@@ -307,16 +385,52 @@ func (p *placement) distribute(d *api.Domain, n int) ([]share, []string, error) 
 	if !explicit {
 		rule = api.LevelRule{Level: name, Kind: api.RulePack}
 	}
+	asked := rule
+	if rule.Kind == api.RulePartition {
+		asked.Partitions = p.partitionsOf(rule, n)
+	}
 	slots := make([]slot, len(d.Children))
 	for i, c := range d.Children {
-		slots[i] = slot{dom: c, room: p.room[c]}
+		slots[i] = slot{dom: c, room: p.room[c], placed: p.placedIn[c]}
+	}
+	// A partition or a factor below asks this level for whole groups.
+	at, size, below := p.groups(lv)
+	grouped := slots
+	if size > 1 {
+		grouped = make([]slot, len(slots))
+		for i, c := range d.Children {
+			grouped[i] = slot{dom: c, room: p.wholeGroups(c, at, size) * size, placed: p.placedIn[c]}
+		}
+	}
+	splitBy := func(r api.LevelRule) ([]int, error) {
+		counts, err := split(r, grouped, n, size, !explicit)
+		switch {
+		case err == nil || size <= 1:
+		case below.Required:
+			// The rule below cannot be kept: say so in its words.
+			return nil, p.groupsError(d, at, size, below, n)
+		default:
+			// The rule below is preferred: it is broken there, and says so.
+			counts, err = split(r, slots, n, 0, !explicit)
+		}
+		return counts, err
 	}
 	where := ""
 	if d.Level >= 0 {
 		where = " in " + d.Path()
 	}
 	var unmet []string
-	counts, err := split(rule, slots, n)
+	counts, err := splitBy(asked)
+	if ge := (*groupsError)(nil); errors.As(err, &ge) {
+		return nil, nil, ge
+	}
+	if err == nil && !explicit {
+		// A level without a rule packs, but the packed level below, whose
+		// rule the user wrote, comes first.
+		if at, ok := p.packedBelow(lv); ok {
+			counts = p.packFor(d, at, n, counts)
+		}
+	}
 	switch {
 	case err == nil:
 		if explicit && rule.Kind == api.RulePack && !rule.Required {
@@ -330,13 +444,13 @@ func (p *placement) distribute(d *api.Domain, n int) ([]share, []string, error) 
 				unmet = append(unmet, fmt.Sprintf("%s: pack: %d domains%s, not %d (the room allowed no fewer)", name, used, where, fewest))
 			}
 		}
-	case errors.Is(err, errUneven):
+	case errors.Is(err, errUneven) && !rule.Required:
 		unmet = append(unmet, fmt.Sprintf("%s: spread: uneven%s (%s), the room allowed no better", name, where, countsOf(d, counts)))
 	case rule.Required:
 		return nil, nil, fmt.Errorf("%s: %s%s: %v", name, describe(rule), where, err)
 	default:
 		// Preferred: pack instead, without range or factor.
-		relaxed, perr := split(api.LevelRule{Level: name, Kind: api.RulePack}, slots, n)
+		relaxed, perr := splitBy(api.LevelRule{Level: name, Kind: api.RulePack})
 		if perr != nil {
 			return nil, nil, fmt.Errorf("%s%s: %v", name, where, perr)
 		}
@@ -352,15 +466,28 @@ func (p *placement) distribute(d *api.Domain, n int) ([]share, []string, error) 
 				alternatives = append(alternatives, j)
 			}
 		}
-		var firstErr error
+		// The first that keeps every rule below wins; failing that, the
+		// one that comes closest (p.closer).
+		var (
+			best      []share
+			bestUnmet []string
+			firstErr  error
+		)
 		for _, j := range alternatives {
 			shares, below, err := p.distribute(d.Children[j], n)
-			if err == nil {
-				return shares, dedupe(append(unmet, below...)), nil
+			switch {
+			case err != nil:
+				if firstErr == nil {
+					firstErr = err
+				}
+			case len(below) == 0:
+				return shares, dedupe(unmet), nil
+			case best == nil || p.closer(shares, below, best, bestUnmet):
+				best, bestUnmet = shares, below
 			}
-			if firstErr == nil {
-				firstErr = err
-			}
+		}
+		if best != nil {
+			return best, dedupe(append(unmet, bestUnmet...)), nil
 		}
 		return nil, nil, firstErr
 	}
@@ -377,6 +504,211 @@ func (p *placement) distribute(d *api.Domain, n int) ([]share, []string, error) 
 		unmet = append(unmet, below...)
 	}
 	return out, dedupe(unmet), nil
+}
+
+// packedBelow returns the nearest level below lv with a plain pack rule
+// (no range, no factor).
+func (p *placement) packedBelow(lv int) (int, bool) {
+	for l := lv + 1; l < len(p.tree.Levels); l++ {
+		if r, ok := p.policy.Rule(p.tree.Levels[l].Name); ok {
+			return l, r.Kind == api.RulePack && r.Factor <= 1 && r.Min == 0 && r.Max == 0
+		}
+	}
+	return -1, false
+}
+
+// packFor splits n members over d's children, which have no rule of
+// their own, so that the fewest domains of the packed level at below are
+// used (the greedy count: roomiest first); among the ways to do so, one
+// child if one can (the tightest: the packed split counts, when it is
+// one), else several. counts is the packed split.
+func (p *placement) packFor(d *api.Domain, at, n int, counts []int) []int {
+	fewest := len(p.fill(d, at, n))
+	if i := single(counts); i >= 0 && len(p.fill(d.Children[i], at, n)) == fewest {
+		return counts
+	}
+	best := -1
+	for j, c := range d.Children {
+		if p.room[c] >= n && len(p.fill(c, at, n)) == fewest && (best < 0 || p.placedIn[c] > p.placedIn[d.Children[best]] ||
+			p.placedIn[c] == p.placedIn[d.Children[best]] && p.room[c] < p.room[d.Children[best]]) {
+			best = j
+		}
+	}
+	out := make([]int, len(d.Children))
+	if best >= 0 {
+		out[best] = n
+		return out
+	}
+	child := map[*api.Domain]int{}
+	for i, c := range d.Children {
+		child[c] = i
+	}
+	for x, k := range p.fill(d, at, n) {
+		top := x
+		for top.Parent != d {
+			top = top.Parent
+		}
+		out[child[top]] += k
+	}
+	return out
+}
+
+// fill takes n members into the domains of level at under d, the roomiest
+// first, and returns what each domain it uses takes; fewer than n in all
+// when d has no room for them.
+func (p *placement) fill(d *api.Domain, at, n int) map[*api.Domain]int {
+	var doms []*api.Domain
+	var collect func(x *api.Domain)
+	collect = func(x *api.Domain) {
+		if x.Level == at {
+			doms = append(doms, x)
+			return
+		}
+		for _, c := range x.Children {
+			collect(c)
+		}
+	}
+	collect(d)
+	slices.SortStableFunc(doms, func(a, b *api.Domain) int {
+		return cmp.Or(cmp.Compare(p.placedIn[b], p.placedIn[a]), cmp.Compare(p.room[b], p.room[a]))
+	})
+	out := map[*api.Domain]int{}
+	for _, x := range doms {
+		if n == 0 {
+			break
+		}
+		if take := min(p.room[x], n); take > 0 {
+			out[x] = take
+			n -= take
+		}
+	}
+	return out
+}
+
+// groups says what the rules below level lv ask of a split at lv: the
+// members go to lv's domains in whole groups of size, each group within
+// one domain of level at: a partition's share, or a factor. The nearest
+// such rule below counts, if the gang makes whole groups of it. A
+// required pack below, or a required partition into shares of two sizes,
+// asks for one group of every member: one domain at lv. size 0 when none
+// asks. Without it, a gang spread over two blocks would be
+// partitioned in each, not across them.
+func (p *placement) groups(lv int) (at, size int, rule api.LevelRule) {
+	total := len(p.members)
+	// A required pack below keeps every member in one domain of its
+	// level, so in one domain here too.
+	for l := lv + 1; l < len(p.tree.Levels); l++ {
+		if r, ok := p.policy.Rule(p.tree.Levels[l].Name); ok && r.Required && r.Kind == api.RulePack {
+			return l, total, r
+		}
+	}
+	for l := lv + 1; l < len(p.tree.Levels); l++ {
+		r, ok := p.policy.Rule(p.tree.Levels[l].Name)
+		if !ok {
+			continue
+		}
+		f := max(r.Factor, 1)
+		switch {
+		case r.Kind == api.RulePartition && total%r.Partitions == 0 && (total/r.Partitions)%f == 0:
+			return l, total / r.Partitions, r
+		case r.Kind == api.RulePartition && r.Required:
+			// Shares of two sizes: kept whole only in one domain.
+			return l, total, r
+		case f > 1 && total%f == 0:
+			return l, f, r
+		}
+	}
+	return -1, 0, api.LevelRule{}
+}
+
+// groupsError is a required rule below a level that no split of the
+// level can keep: no domain of that level, or not enough, can hold its
+// groups whole.
+type groupsError struct{ msg string }
+
+func (e *groupsError) Error() string { return e.msg }
+
+// groupsError says why the groups of size that rule, at level at, asks
+// for do not fit in d, naming the roomiest domain of level at.
+func (p *placement) groupsError(d *api.Domain, at, size int, rule api.LevelRule, n int) error {
+	var roomiest *api.Domain
+	var walk func(x *api.Domain)
+	walk = func(x *api.Domain) {
+		if x.Level == at {
+			if roomiest == nil || p.room[x] > p.room[roomiest] {
+				roomiest = x
+			}
+			return
+		}
+		for _, c := range x.Children {
+			walk(c)
+		}
+	}
+	walk(d)
+	name := p.tree.Levels[at].Name
+	most := fmt.Sprintf("the most is %s with %d", roomiest.Value, p.room[roomiest])
+	if size >= n {
+		return &groupsError{fmt.Sprintf("%s: %s: no domain has room for all %d members; %s", name, describe(rule), n, most)}
+	}
+	return &groupsError{fmt.Sprintf("%s: %s: %d members need room for %d groups of %d, each within one domain; there is room for %d (%s)",
+		name, describe(rule), n, n/size, size, p.wholeGroups(d, at, size), most)}
+}
+
+// wholeGroups is how many groups of size fit in d, each within one
+// domain of level at.
+func (p *placement) wholeGroups(d *api.Domain, at, size int) int {
+	if d.Level == at {
+		return p.room[d] / size
+	}
+	sum := 0
+	for _, c := range d.Children {
+		sum += p.wholeGroups(c, at, size)
+	}
+	return sum
+}
+
+// partitionsOf is how many partitions of rule n of the gang's members
+// make: rule.Partitions for the whole gang; for part of it, placed apart
+// by a level above, its share of the partitions, rounded (exact when the
+// partitions are of one size, which placement.groups keeps whole).
+func (p *placement) partitionsOf(rule api.LevelRule, n int) int {
+	total := len(p.members)
+	if n == total {
+		return rule.Partitions
+	}
+	return max(1, (rule.Partitions*n+total/2)/total)
+}
+
+// closer reports whether distribution a (with the preferred rules it
+// breaks) comes closer to the policy than b: it breaks fewer rules, or as
+// many and uses fewer domains at the first packed level, top down, where
+// the two differ.
+func (p *placement) closer(a []share, aUnmet []string, b []share, bUnmet []string) bool {
+	if len(aUnmet) != len(bUnmet) {
+		return len(aUnmet) < len(bUnmet)
+	}
+	for lv, l := range p.tree.Levels {
+		if rule, ok := p.policy.Rule(l.Name); ok && rule.Kind != api.RulePack {
+			continue
+		}
+		if da, db := domainsAt(a, lv), domainsAt(b, lv); da != db {
+			return da < db
+		}
+	}
+	return false
+}
+
+// domainsAt counts the domains of level lv that shares use.
+func domainsAt(shares []share, lv int) int {
+	seen := map[*api.Domain]bool{}
+	for _, sh := range shares {
+		x := sh.dom
+		for x.Level > lv {
+			x = x.Parent
+		}
+		seen[x] = true
+	}
+	return len(seen)
 }
 
 func roomOf(slots []slot) []int {
@@ -438,13 +770,21 @@ func dedupe(lines []string) []string {
 // one did.
 func (p *placement) place(stmt *framework.Statement, shares []share) (*api.Domain, int, error) {
 	next := 0
+	// nextNew moves next to the next member not placed yet.
+	nextNew := func() {
+		for next < len(p.members) && p.placed[p.members[next]] != nil {
+			next++
+		}
+	}
 	for _, sh := range shares {
 		nodes := make([]*api.NodeInfo, len(sh.dom.Nodes))
 		for i, idx := range sh.dom.Nodes {
 			nodes[i] = p.ssn.NodeList[idx]
 		}
 		labels := p.domainLabels(sh.dom)
-		for k := range sh.n {
+		already := p.placedIn[sh.dom]
+		for k := already; k < sh.n; k++ {
+			nextNew()
 			t := p.members[next]
 			if p.mayPlace != nil && !p.mayPlace(t) {
 				return nil, 0, errQueue
@@ -497,17 +837,23 @@ func clone(m map[string]string) map[string]string {
 	return out
 }
 
-// outcome reads, level by level, the domains the statement's placements
-// use, in rank order.
+// outcome reads, level by level, the domains the gang's covered members
+// use, placed before or by the statement, in rank order.
 func (p *placement) outcome(stmt *framework.Statement) []framework.LevelOutcome {
+	at := map[*api.TaskInfo]*api.Domain{}
+	for _, d := range stmt.Placements() {
+		at[d.Task] = p.tree.Leaf[p.ssn.Nodes[d.Node].Index]
+	}
+	var leaves []*api.Domain
+	for _, t := range p.members { // rank order
+		if d := cmp.Or(p.placed[t], at[t]); d != nil {
+			leaves = append(leaves, d)
+		}
+	}
 	levels := make([]framework.LevelOutcome, len(p.tree.Levels))
 	for lv, l := range p.tree.Levels {
 		levels[lv].Level = l.Name
-		for _, d := range stmt.Placements() {
-			leaf := p.tree.Leaf[p.ssn.Nodes[d.Node].Index]
-			if leaf == nil {
-				continue
-			}
+		for _, leaf := range leaves {
 			x := leaf
 			for x.Level > lv {
 				x = x.Parent
@@ -529,6 +875,9 @@ func (p *placement) outcome(stmt *framework.Statement) []framework.LevelOutcome 
 func (p *placement) withoutTopology(why error) Result {
 	stmt := p.ssn.Statement()
 	for _, t := range p.members {
+		if p.placed[t] != nil {
+			continue
+		}
 		if p.mayPlace != nil && !p.mayPlace(t) {
 			stmt.Discard()
 			return Result{Reason: ReasonNotEnoughResources, Message: errQueue.Error()}

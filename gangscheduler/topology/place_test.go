@@ -193,7 +193,7 @@ func TestRequiredAndPreferred(t *testing.T) {
 	}{
 		{name: "required pack that no rack holds: nothing placed, the roomiest rack named",
 			rules: []api.LevelRule{rule("rack", api.RulePack, true)}, n: 16,
-			reason: topology.ReasonTopologyNotSatisfied, message: "rack: pack in b0: no domain has room for all 16 members; the most is b0-r0 with 12"},
+			reason: topology.ReasonTopologyNotSatisfied, message: "rack: pack: no domain has room for all 16 members; the most is b0-r0 with 12"},
 		{name: "preferred pack that no rack holds: two racks, said so",
 			rules: []api.LevelRule{rule("rack", api.RulePack, false)}, n: 16,
 			message: "rack: pack: 2 domains in b0, not 1 (the room allowed no fewer)", racks: []int{4, 12}},
@@ -301,5 +301,92 @@ func TestSearchAgainWhenTheRoomWasWrong(t *testing.T) {
 	}
 	if hosts := perDomain(ssn, res, corev1.LabelHostname); len(hosts) != 4 {
 		t.Errorf("per host %v, want one each", hosts)
+	}
+}
+
+// Members placed later (a replacement of a lost member, say) join the
+// gang's placed members, so that the rules hold for all of them; when
+// they cannot, a required rule keeps the newcomer pending and says why.
+func TestPlacedMembersStay(t *testing.T) {
+	// Racks b0-r0 and b0-r1 of 2 hosts with 4 GPUs, and b0-r2 with 2 hosts
+	// of 8: a fresh gang of 8 one-GPU workers would go to the tightest
+	// rack that holds it, b0-r0 or b0-r1.
+	nodes := append(gpuNodes(1, 2, 2, 4), gpuNodes(1, 3, 2, 8)[4:]...)
+	running := func(i int, node string) *corev1.Pod {
+		return st.MakePod("ns", fmt.Sprintf("g-worker-%d", i)).Job("g").Role("worker").Req("1", "1Gi").GPU(1).
+			Labels(topology.ReplicaIndexLabel, fmt.Sprint(i)).Node(node).Phase(corev1.PodRunning).Obj()
+	}
+	pending := func(i int) *corev1.Pod {
+		return st.MakePod("ns", fmt.Sprintf("g-worker-%d", i)).Job("g").Role("worker").Req("1", "1Gi").GPU(1).
+			Labels(topology.ReplicaIndexLabel, fmt.Sprint(i)).Obj()
+	}
+	tests := []struct {
+		name    string
+		pods    []*corev1.Pod
+		rules   []api.LevelRule
+		want    map[string]string // pending pod -> rack
+		rank    string
+		message string // wants it refused with this in the message
+	}{{
+		name: "a replacement joins its packed gang's rack, not the best fit",
+		pods: []*corev1.Pod{
+			running(0, "b0-r2-h0"), running(1, "b0-r2-h0"), running(2, "b0-r2-h0"), running(3, "b0-r2-h0"),
+			running(4, "b0-r2-h1"), running(5, "b0-r2-h1"), pending(6), running(7, "b0-r2-h1"),
+		},
+		rules: []api.LevelRule{rule("rack", api.RulePack, true)},
+		want:  map[string]string{"g-worker-6": "b0-r2"},
+		rank:  "6",
+	}, {
+		name: "a replacement joins the partition that lacks it",
+		pods: []*corev1.Pod{
+			running(0, "b0-r0-h0"), running(1, "b0-r0-h0"), running(2, "b0-r0-h1"), running(3, "b0-r0-h1"),
+			pending(4), running(5, "b0-r2-h0"), running(6, "b0-r2-h0"), running(7, "b0-r2-h0"),
+		},
+		rules: []api.LevelRule{{Level: "rack", Kind: api.RulePartition, Partitions: 2, Required: true}},
+		want:  map[string]string{"g-worker-4": "b0-r2"},
+		rank:  "4",
+	}, {
+		name: "no room beside the placed members: the required rule keeps the replacement pending",
+		pods: []*corev1.Pod{
+			running(0, "b0-r0-h0"), running(1, "b0-r0-h0"), running(2, "b0-r0-h0"), running(3, "b0-r0-h0"),
+			running(4, "b0-r0-h1"), running(5, "b0-r0-h1"), running(6, "b0-r0-h1"), pending(7),
+			used("b0-r0-h1", 1),
+		},
+		rules:   []api.LevelRule{rule("rack", api.RulePack, true)},
+		message: "rack: pack in b0: b0-r0, where the gang's 7 placed members are, has room for 7 of the 8 members",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, ssn := place(t, nodes, tt.pods, &api.TopologyPolicy{Topology: "fabric", Rules: tt.rules})
+			if tt.message != "" {
+				if res.Stmt != nil || res.Reason != topology.ReasonTopologyNotSatisfied || !strings.Contains(res.Message, tt.message) {
+					t.Fatalf("placed %v (%s: %s); want %s: ...%s...", res.Stmt != nil, res.Reason, res.Message, topology.ReasonTopologyNotSatisfied, tt.message)
+				}
+				return
+			}
+			if res.Stmt == nil {
+				t.Fatalf("not placed: %s: %s", res.Reason, res.Message)
+			}
+			if got := where(ssn, res, rackKey); !maps.Equal(got, tt.want) {
+				t.Errorf("placed %v, want %v", got, tt.want)
+			}
+			for _, d := range res.Stmt.Placements() {
+				if d.Labels[topology.RankLabel] != tt.rank {
+					t.Errorf("%s: rank %q, want %q", d.Task.Name, d.Labels[topology.RankLabel], tt.rank)
+				}
+			}
+			racks := 0
+			for _, l := range res.Outcome.Levels {
+				if l.Level == "rack" {
+					for _, d := range l.Domains {
+						racks++
+						_ = d
+					}
+				}
+			}
+			if tt.rules[0].Kind == api.RulePack && racks != 1 {
+				t.Errorf("outcome %v: want the whole gang in one rack", res.Outcome.Levels)
+			}
+		})
 	}
 }

@@ -494,6 +494,27 @@ var _ = Describe("Gang backend", func() {
 					livePods("required", 3)
 				})
 
+				It("keeps the running pods of a job moved to it with a required "+how+" rule, and warns once", func() {
+					startWith()
+					job := topologyJob("moved", rackRule(policy, true))
+					job.Annotations = map[string]string{integrations.GangSchedulerAnnotation: "troupe"}
+					Expect(suite.Client.Create(ctx, job)).To(Succeed())
+					before := livePods("moved", 3)
+					updateJob("moved", func(j *kubeflowv1.TFJob) { j.Annotations[integrations.GangSchedulerAnnotation] = b.name })
+					Eventually(jobEvents("moved", engine.ReasonTopologyUnsupported)).Should(ConsistOf(And(
+						HaveField("Type", corev1.EventTypeWarning),
+						HaveField("Note", ContainSubstring("the job's running pods are kept, but nothing places them by the rules")))))
+					Consistently(func(g Gomega) {
+						pods, err := testutil.JobPods(ctx, suite.Client, ns, "moved")
+						g.Expect(err).NotTo(HaveOccurred())
+						g.Expect(testutil.Live(pods)).To(HaveLen(3))
+						for _, p := range before {
+							g.Expect(pods).To(ContainElement(HaveField("UID", p.UID)), "pod %s kept", p.Name)
+						}
+					}, quiet).Should(Succeed())
+					Expect(jobEvents("moved", engine.ReasonTopologyUnsupported)()).To(HaveLen(1))
+				})
+
 				It("runs a job whose "+how+" rule is preferred, and warns once", func() {
 					startWith()
 					Expect(suite.Client.Create(ctx, topologyJob("preferred", rackRule(policy, false)))).To(Succeed())

@@ -24,7 +24,8 @@ const (
 // +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced
-// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.conditions[-1:].type`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.gang.restarts`,description="Whole-gang restarts (gangPolicy.restartPolicy Gang)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type TFJob struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -128,6 +128,8 @@
   resources:
   - namespaces
   - nodes
+  - persistentvolumeclaims
+  - persistentvolumes
   verbs:
   - get
   - list
@@ -193,6 +195,15 @@
   - queues
   verbs:
   - create
+  - get
+  - list
+  - watch
+- apiGroups:
+  - storage.k8s.io
+  resources:
+  - csinodes
+  - storageclasses
+  verbs:
   - get
   - list
   - watch
