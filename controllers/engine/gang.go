@@ -110,10 +110,20 @@ func (r *Reconciler) syncGang(ctx context.Context, s *scope) (bool, error) {
 	}
 	r.warnCustomSchedulerNames(s, backend)
 	state, err := backend.SyncPodGroup(ctx, r.client, s.job, *controllerRef(r.fw, s.job), spec)
-	if err != nil {
+	var wait *integrations.WaitError
+	switch {
+	case errors.As(err, &wait):
+		// The PodGroup cannot be written yet: the gang is pending, and the
+		// job says why.
+		state = integrations.GangState{Unschedulable: wait.Message}
+		s.requeueAt(wait.RetryAfter)
+	case err != nil:
 		return false, fmt.Errorf("sync PodGroup: %w", err)
 	}
-	hold := !state.Admitted && r.waitForAdmission && !slices.ContainsFunc(s.pods, isLive)
+	// A PodGroup not written yet holds the pods even with
+	// --wait-for-podgroup-admission=false: they would go to the backend's
+	// scheduler with no gang.
+	hold := !state.Admitted && (r.waitForAdmission || wait != nil) && !slices.ContainsFunc(s.pods, isLive)
 	r.setGangScheduled(s, backend, state, spec.MinMember, hold)
 	return !hold, nil
 }

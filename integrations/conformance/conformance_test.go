@@ -12,6 +12,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -542,6 +543,24 @@ var _ = Describe("Gang backend", func() {
 						admit(b, "placed")
 						livePods("placed", 3)
 						Consistently(jobEvents("placed", engine.ReasonTopologyIgnored), quiet).Should(BeEmpty())
+					})
+				}
+				if t.setup != nil {
+					It("holds a job whose required rule waits for what the backend needs (its Topology), saying why, and runs it once there", func() {
+						def := &schedulingv1alpha1.Topology{ObjectMeta: metav1.ObjectMeta{Name: schedulingv1alpha1.DefaultTopologyName}}
+						Expect(client.IgnoreNotFound(suite.Client.Delete(ctx, def))).To(Succeed())
+						Eventually(func() bool { return apierrors.IsNotFound(suite.Client.Get(ctx, client.ObjectKeyFromObject(def), def)) }).Should(BeTrue())
+						start(t.flags...)
+						Expect(suite.Client.Create(ctx, topologyJob("early", rackRule(schedulingv1alpha1.TopologyPack, true)))).To(Succeed())
+						c := expectCondition("early", engine.ConditionGangScheduled, corev1.ConditionFalse, engine.ReasonGangPending)
+						Expect(c.Message).To(ContainSubstring(`runPolicy.gangPolicy.topology: a required rule waits for Topology "default", which does not exist`))
+						Consistently(podCount("early"), quiet).Should(BeZero())
+						Expect(noPodGroup(b, "early")()).To(BeTrue(), "no PodGroup lets the scheduler place the gang before its rule can be written")
+
+						t.setup(ctx)
+						Eventually(func(g Gomega) { t.placed(g, podGroupOf(g, b, "early"), "worker", true) }, 30*time.Second).Should(Succeed())
+						admit(b, "early")
+						livePods("early", 3)
 					})
 				}
 				if len(t.flags) > 0 {

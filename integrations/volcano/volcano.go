@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -80,9 +81,14 @@ func (b Backend) SyncPodGroup(ctx context.Context, c client.Client, owner metav1
 	return state(pg), nil
 }
 
-// placement is what Volcano keeps of spec's topology policy; it fails
-// while a required rule's HyperNodes are not generated yet, so that the
-// job is retried and no PodGroup lets Volcano place it before.
+// hyperNodeRetry is how long a job whose required rule waits for its
+// HyperNodes waits before the operator looks again: the job is not
+// requeued by the HyperNodes' own changes.
+const hyperNodeRetry = 10 * time.Second
+
+// placement is what Volcano keeps of spec's topology policy; it is an
+// integrations.WaitError while a required rule's HyperNodes are not
+// generated yet, so that no PodGroup lets Volcano place the job before.
 func (b Backend) placement(ctx context.Context, spec integrations.GangSpec) (placement, error) {
 	t := spec.Topology
 	if t == nil || b.HyperNodes == nil || b.HyperNodes.Topology() != topologyName(t) {
@@ -96,9 +102,10 @@ func (b Backend) placement(ctx context.Context, spec integrations.GangSpec) (pla
 	place, err := placementOf(spec, tiers, generated)
 	switch {
 	case err != nil && missing:
-		return placement{}, fmt.Errorf("runPolicy.gangPolicy.topology: a required rule waits for Topology %q, which does not exist", topologyName(t))
+		return placement{}, &integrations.WaitError{RetryAfter: hyperNodeRetry,
+			Message: fmt.Sprintf("runPolicy.gangPolicy.topology: a required rule waits for Topology %q, which does not exist", topologyName(t))}
 	case err != nil:
-		return placement{}, fmt.Errorf("runPolicy.gangPolicy.topology: %w", err)
+		return placement{}, &integrations.WaitError{RetryAfter: hyperNodeRetry, Message: "runPolicy.gangPolicy.topology: " + err.Error()}
 	}
 	return place, nil
 }
