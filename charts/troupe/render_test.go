@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/yaml"
@@ -454,4 +456,62 @@ func markerRules(component string) (sets.Set[grant], error) {
 		return nil, fmt.Errorf("config/rbac/%s grants nothing", component)
 	}
 	return out, nil
+}
+
+// metrics.serviceMonitor: off by default; on, a ServiceMonitor per
+// component selects that component's metrics Service and its port; it
+// stops the install, naming the value, where it could not work.
+func TestServiceMonitor(t *testing.T) {
+	if got := render(t).ofKind("ServiceMonitor"); len(got) != 0 {
+		t.Errorf("%d ServiceMonitors rendered by default; want none", len(got))
+	}
+	r := render(t, "--api-versions", "monitoring.coreos.com/v1/ServiceMonitor",
+		"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.serviceMonitor.interval=30s",
+		"--set", "metrics.serviceMonitor.labels.release=prometheus")
+	for _, name := range []string{operatorName, schedulerName} {
+		sm := r.get("ServiceMonitor", name)
+		if sm == nil {
+			t.Fatalf("no ServiceMonitor %s", name)
+		}
+		svc := into[corev1.Service](t, r, "Service", name+"-metrics")
+		selector, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+		if !selects(selector, svc.Labels) {
+			t.Errorf("ServiceMonitor %s selects %v; Service %s has labels %v", name, selector, svc.Name, svc.Labels)
+		}
+		if selects(selector, into[corev1.Service](t, r, "Service", otherService(name)).Labels) {
+			t.Errorf("ServiceMonitor %s also selects %s", name, otherService(name))
+		}
+		endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+		if len(endpoints) != 1 || endpoints[0].(map[string]any)["port"] != svc.Spec.Ports[0].Name || endpoints[0].(map[string]any)["interval"] != "30s" {
+			t.Errorf("ServiceMonitor %s endpoints %v; want port %q every 30s", name, endpoints, svc.Spec.Ports[0].Name)
+		}
+		if sm.GetLabels()["release"] != "prometheus" {
+			t.Errorf("ServiceMonitor %s labels %v lack release=prometheus", name, sm.GetLabels())
+		}
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"the cluster has no ServiceMonitor CRD", []string{"--set", "metrics.serviceMonitor.enabled=true"},
+			"metrics.serviceMonitor.enabled: the cluster does not serve monitoring.coreos.com/v1 ServiceMonitor"},
+		{"no metrics Service to scrape", []string{"--api-versions", "monitoring.coreos.com/v1/ServiceMonitor", "--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.service.enabled=false"},
+			"metrics.serviceMonitor.enabled: a ServiceMonitor scrapes the metrics Service; set metrics.service.enabled=true too"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runHelm(append([]string{"template", release, chartDir()}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("helm template %v: %v; want an error saying %q", tc.args, err, tc.want)
+			}
+		})
+	}
+}
+
+func otherService(component string) string {
+	if component == operatorName {
+		return schedulerName + "-metrics"
+	}
+	return operatorName + "-metrics"
 }

@@ -112,6 +112,11 @@ var wrongValues = []struct {
 		want: []string{"at '/volcanoHyperNodeTopology'", "'Rack_Topology' does not match pattern"},
 	},
 	{
+		name: "a scrape interval that is no Prometheus duration",
+		args: []string{"--set", "metrics.serviceMonitor.interval=soon"},
+		want: []string{"at '/metrics/serviceMonitor/interval'", "'soon' does not match pattern"},
+	},
+	{
 		name: "a digest that is a tag",
 		args: []string{"--set", "image.digest=latest"},
 		want: []string{"at '/image/digest'", "'latest' does not match pattern"},

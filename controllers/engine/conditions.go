@@ -9,12 +9,12 @@ import (
 
 // Condition types, as upstream names them.
 const (
-	ConditionCreated    = kubeflowv1.JobConditionType("Created")
-	ConditionRunning    = kubeflowv1.JobConditionType("Running")
-	ConditionRestarting = kubeflowv1.JobConditionType("Restarting")
-	ConditionSucceeded  = kubeflowv1.JobConditionType("Succeeded")
-	ConditionFailed     = kubeflowv1.JobConditionType("Failed")
-	ConditionSuspended  = kubeflowv1.JobConditionType("Suspended")
+	ConditionCreated    = kubeflowv1.JobCreated
+	ConditionRunning    = kubeflowv1.JobRunning
+	ConditionRestarting = kubeflowv1.JobRestarting
+	ConditionSucceeded  = kubeflowv1.JobSucceeded
+	ConditionFailed     = kubeflowv1.JobFailed
+	ConditionSuspended  = kubeflowv1.JobSuspended
 )
 
 // Reasons that are not "<Kind><Condition>".

@@ -34,6 +34,9 @@ type Framework interface {
 	// ControllerName names the controller; it is also the value of the
 	// training.kubeflow.org/operator-name label, as upstream sets it.
 	ControllerName() string
+	// FrameworkName names the ML framework as training-operator does in
+	// its metrics' framework label (kubeflowv1.*FrameworkName).
+	FrameworkName() string
 	// GroupVersionKind is the job kind, for owner references and events.
 	GroupVersionKind() schema.GroupVersionKind
 	// NewJob returns an empty job of the kind.

@@ -17,7 +17,7 @@ import (
 // ConditionGangScheduled says whether the job's gang is placed: False,
 // with a reason below and the backend's own words, until minMember pods run
 // (or have succeeded), then True. Only gang-scheduled jobs have it.
-const ConditionGangScheduled = kubeflowv1.JobConditionType("GangScheduled")
+const ConditionGangScheduled = kubeflowv1.JobGangScheduled
 
 // Reasons of the GangScheduled condition.
 const (

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	"github.com/troupe-ml/troupe/controllers/jobmetrics"
 	"github.com/troupe-ml/troupe/integrations"
 )
 
@@ -43,6 +44,8 @@ type Reconciler struct {
 	warned sync.Map
 	expect *expectations
 	clock  clock.PassiveClock
+	// metrics counts what the passes decide (jobmetrics).
+	metrics *jobmetrics.Recorder
 }
 
 // Option configures a Reconciler.
@@ -62,7 +65,10 @@ func WithAdmissionWait(wait bool) Option {
 
 // NewReconciler returns the engine for one framework.
 func NewReconciler(c client.Client, recorder events.EventRecorder, fw Framework, opts ...Option) *Reconciler {
-	r := &Reconciler{client: c, recorder: recorder, fw: fw, expect: newExpectations(), clock: clock.RealClock{}, waitForAdmission: true}
+	r := &Reconciler{
+		client: c, recorder: recorder, fw: fw, expect: newExpectations(), clock: clock.RealClock{}, waitForAdmission: true,
+		metrics: jobmetrics.NewRecorder(fw.FrameworkName()),
+	}
 	for _, o := range opts {
 		o(r)
 	}
@@ -160,6 +166,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.expect.forget(req.String())
 			r.forgetWarnings(req.String())
+			r.metrics.Deleted(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -177,7 +184,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	s.gangRestart = gangRestartPolicy(s.job)
 
 	err := r.reconcile(ctx, s)
-	if patchErr := r.patchStatus(ctx, s); patchErr != nil && err == nil {
+	patchErr := r.patchStatus(ctx, s)
+	if patchErr == nil {
+		r.recordMetrics(s)
+	} else if err == nil {
 		err = patchErr
 	}
 	if err != nil {
@@ -334,6 +344,17 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	patched := s.original.DeepCopyObject().(Job)
 	*patched.GetJobStatus() = *s.job.GetJobStatus()
 	return r.client.Status().Patch(ctx, patched, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{}))
+}
+
+// recordMetrics records a pass whose status write, if it made one,
+// succeeded: what it decided is stored, and counted once.
+func (r *Reconciler) recordMetrics(s *scope) {
+	key := types.NamespacedName{Namespace: s.job.GetNamespace(), Name: s.job.GetName()}
+	if s.deleted {
+		r.metrics.Deleted(key)
+		return
+	}
+	r.metrics.Observed(key, s.job.GetUID(), s.job.GetCreationTimestamp().Time, s.original.GetJobStatus(), s.status(), s.now.Time)
 }
 
 func (r *Reconciler) event(job Job, eventType, reason, note string) {

@@ -66,6 +66,9 @@ var (
 
 func (Framework) ControllerName() string { return ControllerName }
 
+// FrameworkName is training-operator's name for the framework.
+func (Framework) FrameworkName() string { return kubeflowv1.MPIJobFrameworkName }
+
 func (Framework) GroupVersionKind() schema.GroupVersionKind {
 	return kubeflowv1.GroupVersion.WithKind(kubeflowv1.MPIJobKind)
 }

@@ -35,6 +35,9 @@ var _ engine.Framework = Framework{}
 
 func (Framework) ControllerName() string { return ControllerName }
 
+// FrameworkName is training-operator's name for the framework.
+func (Framework) FrameworkName() string { return kubeflowv1.PyTorchJobFrameworkName }
+
 func (Framework) GroupVersionKind() schema.GroupVersionKind {
 	return kubeflowv1.GroupVersion.WithKind(kubeflowv1.PyTorchJobKind)
 }

@@ -25,6 +25,9 @@ var _ engine.Framework = Framework{}
 
 func (Framework) ControllerName() string { return ControllerName }
 
+// FrameworkName is training-operator's name for the framework.
+func (Framework) FrameworkName() string { return kubeflowv1.TFJobFrameworkName }
+
 func (Framework) GroupVersionKind() schema.GroupVersionKind {
 	return kubeflowv1.GroupVersion.WithKind(kubeflowv1.TFJobKind)
 }

@@ -2,12 +2,17 @@ package operator_test
 
 import (
 	"context"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,4 +153,90 @@ var _ = Describe("operator.Run", func() {
 		Consistently(podCount(other, "tf"), 2*time.Second).Should(BeZero())
 		Consistently(podCount(watched, "mpi"), time.Second).Should(BeZero())
 	})
+
+	It("serves training-operator's job counters and Troupe's jobs gauge on its metrics endpoint", func() {
+		addr := freeAddress()
+		runAs("--metrics-bind-address="+addr, "--enable-scheme=tfjob,pytorchjob", "--gang-scheduler-name=troupe")
+		ns := newNamespace()
+		tf := testutil.MakeTFJob("tf", ns).Replica(kubeflowv1.TFJobReplicaTypeWorker, 1).Obj()
+		tf.Annotations = map[string]string{integrations.GangSchedulerAnnotation: integrations.None}
+		Expect(suite.Client.Create(ctx, tf)).To(Succeed())
+		// No troupe-scheduler runs here: this gang waits for good.
+		Expect(suite.Client.Create(ctx, testutil.MakePyTorchJob("pt", ns).Replica(kubeflowv1.PyTorchJobReplicaTypeMaster, 1).Obj())).To(Succeed())
+		jobMetric := func(name, framework string, extra ...string) func() (float64, error) {
+			labels := append([]string{"job_namespace", ns, "framework", framework}, extra...)
+			return func() (float64, error) { return scrape(addr, name, labels...) }
+		}
+		Eventually(jobMetric("training_operator_jobs_created_total", "tensorflow")).Should(Equal(1.0))
+		Eventually(jobMetric("training_operator_jobs_created_total", "pytorch")).Should(Equal(1.0))
+		Eventually(jobMetric("troupe_jobs", "pytorch", "state", "GangPending")).Should(Equal(1.0))
+
+		Eventually(podCount(ns, "tf")).Should(Equal(1))
+		pods, err := testutil.JobPods(ctx, suite.Client, ns, "tf")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[0], corev1.PodRunning)).To(Succeed())
+		Eventually(jobMetric("troupe_jobs", "tensorflow", "state", "Running")).Should(Equal(1.0))
+		Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[0], corev1.PodSucceeded)).To(Succeed())
+		Eventually(jobMetric("training_operator_jobs_successful_total", "tensorflow")).Should(Equal(1.0))
+		Eventually(jobMetric("troupe_jobs", "tensorflow", "state", "Succeeded")).Should(Equal(1.0))
+
+		Expect(suite.Client.Delete(ctx, tf)).To(Succeed())
+		Eventually(jobMetric("training_operator_jobs_deleted_total", "tensorflow")).Should(Equal(1.0))
+		Eventually(jobMetric("troupe_jobs", "tensorflow", "state", "Succeeded")).Should(BeZero())
+		Consistently(jobMetric("training_operator_jobs_created_total", "tensorflow"), "2s").Should(Equal(1.0), "counted once, however many passes")
+		Expect(jobMetric("training_operator_jobs_failed_total", "tensorflow")()).To(BeZero())
+	})
 })
+
+// freeAddress is a loopback address with a port nothing listens on now.
+func freeAddress() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	addr := l.Addr().String()
+	Expect(l.Close()).To(Succeed())
+	return addr
+}
+
+// scrape reads one sample from a Prometheus endpoint: the metric's value
+// for the label pairs given, 0 when no series matches.
+func scrape(addr, name string, labels ...string) (float64, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	f, ok := families[name]
+	if !ok {
+		return 0, nil
+	}
+	for _, m := range f.GetMetric() {
+		if matches(m.GetLabel(), labels) {
+			switch {
+			case m.Counter != nil:
+				return m.GetCounter().GetValue(), nil
+			case m.Gauge != nil:
+				return m.GetGauge().GetValue(), nil
+			}
+		}
+	}
+	return 0, nil
+}
+
+// matches reports whether the labels hold every name-value pair given.
+func matches(labels []*dto.LabelPair, pairs []string) bool {
+	have := map[string]string{}
+	for _, l := range labels {
+		have[l.GetName()] = l.GetValue()
+	}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if have[pairs[i]] != pairs[i+1] {
+			return false
+		}
+	}
+	return true
+}

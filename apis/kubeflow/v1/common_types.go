@@ -19,6 +19,19 @@ type (
 	ElasticPolicy    = kfv1.ElasticPolicy
 )
 
+// Condition types, as upstream names them.
+const (
+	JobCreated    = kfv1.JobCreated
+	JobRunning    = kfv1.JobRunning
+	JobRestarting = kfv1.JobRestarting
+	JobSucceeded  = kfv1.JobSucceeded
+	JobFailed     = kfv1.JobFailed
+	JobSuspended  = kfv1.JobSuspended
+	// JobGangScheduled is Troupe's: whether the job's gang is placed
+	// (False while it waits, True once minMember members run).
+	JobGangScheduled JobConditionType = "GangScheduled"
+)
+
 // SuccessPolicyAllWorkers makes a TFJob wait for every worker.
 const SuccessPolicyAllWorkers = kfv1.SuccessPolicyAllWorkers
 

@@ -5,9 +5,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// MPIJob replica types and container, as upstream names them.
+// MPIJob kind, framework name (the framework label of training-operator's
+// metrics), replica types and container, as upstream names them.
 const (
 	MPIJobKind                             = kfv1.MPIJobKind
+	MPIJobFrameworkName                    = kfv1.MPIJobFrameworkName
 	MPIJobReplicaTypeLauncher  ReplicaType = kfv1.MPIJobReplicaTypeLauncher
 	MPIJobReplicaTypeWorker    ReplicaType = kfv1.MPIJobReplicaTypeWorker
 	MPIJobDefaultContainerName             = kfv1.MPIJobDefaultContainerName

@@ -5,9 +5,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// PyTorchJob replica types, container and port, as upstream names them.
+// PyTorchJob kind, framework name (the framework label of training-operator's
+// metrics), replica types, container and port, as upstream names them.
 const (
 	PyTorchJobKind                             = kfv1.PyTorchJobKind
+	PyTorchJobFrameworkName                    = kfv1.PyTorchJobFrameworkName
 	PyTorchJobReplicaTypeMaster    ReplicaType = kfv1.PyTorchJobReplicaTypeMaster
 	PyTorchJobReplicaTypeWorker    ReplicaType = kfv1.PyTorchJobReplicaTypeWorker
 	PyTorchJobDefaultContainerName             = kfv1.PyTorchJobDefaultContainerName

@@ -5,9 +5,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TFJob replica types, container and port, as upstream names them.
+// TFJob kind, framework name (the framework label of training-operator's
+// metrics), replica types, container and port, as upstream names them.
 const (
 	TFJobKind                             = kfv1.TFJobKind
+	TFJobFrameworkName                    = kfv1.TFJobFrameworkName
 	TFJobReplicaTypeChief     ReplicaType = kfv1.TFJobReplicaTypeChief
 	TFJobReplicaTypeMaster    ReplicaType = kfv1.TFJobReplicaTypeMaster
 	TFJobReplicaTypePS        ReplicaType = kfv1.TFJobReplicaTypePS
