@@ -68,7 +68,7 @@ verify: generate lint ## Regenerate everything and fail if the tree changed.
 ##@ Build
 
 .PHONY: build
-build: ## Build the operator into bin/.
+build: ## Build every binary (operator, scheduler, kubectl-troupe, demo, bench) into bin/
 	go build -o bin/ ./cmd/...
 
 .PHONY: image-binaries

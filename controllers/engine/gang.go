@@ -44,11 +44,12 @@ const (
 	ReasonTopologyIgnored = "TopologyIgnored"
 )
 
-// gangSpec is the PodGroup contents of a job, from its replicas in the
-// framework's order (master, chief or launcher first).
-func gangSpec(fw Framework, job Job) integrations.GangSpec {
+// GangSpec is the PodGroup contents of a defaulted job, from its replicas
+// in the framework's order (master, chief or launcher first): what every
+// backend is given, and what kubectl-troupe shows as the gang's minimums.
+func GangSpec(fw Framework, job Job) integrations.GangSpec {
 	var replicas []integrations.Replica
-	for _, rtype := range orderedReplicaTypes(fw, job) {
+	for _, rtype := range OrderedReplicaTypes(fw, job) {
 		spec := job.ReplicaSpecs()[rtype]
 		replicas = append(replicas, integrations.Replica{
 			Role:      integrations.RoleOf(string(rtype)),
@@ -101,7 +102,7 @@ func (r *Reconciler) syncGang(ctx context.Context, s *scope) (bool, error) {
 	if err := r.deleteGang(ctx, s, backend); err != nil {
 		return false, err
 	}
-	spec := gangSpec(r.fw, s.job)
+	spec := GangSpec(r.fw, s.job)
 	if r.refuseTopology(s, backend, spec.Topology, slices.ContainsFunc(s.pods, isLive)) {
 		return false, nil
 	}
@@ -216,7 +217,7 @@ func unschedulablePods(pods []*corev1.Pod) string {
 // the gang is not placed as one, and that deserves saying.
 func (r *Reconciler) warnCustomSchedulerNames(s *scope, backend integrations.Backend) {
 	var odd []string
-	for _, rtype := range orderedReplicaTypes(r.fw, s.job) {
+	for _, rtype := range OrderedReplicaTypes(r.fw, s.job) {
 		name, chosen := integrations.UserSchedulerName(&s.job.ReplicaSpecs()[rtype].Template.Spec)
 		if chosen && name != backend.SchedulerName() {
 			odd = append(odd, fmt.Sprintf("%s pods use schedulerName %s", rtype, name))

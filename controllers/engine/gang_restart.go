@@ -344,7 +344,7 @@ func (r *Reconciler) memberBroke(ctx context.Context, s *scope, pod *corev1.Pod,
 // running for partialGangTimeoutSeconds is broken.
 func (r *Reconciler) watchPartialGang(s *scope) *gangTrigger {
 	gs := gangStatus(s.job)
-	minMember := gangSpec(r.fw, s.job).MinMember
+	minMember := GangSpec(r.fw, s.job).MinMember
 	var placed int32
 	for _, p := range s.pods {
 		if isLive(p) && (p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded) {

@@ -65,9 +65,9 @@ func observed(pods []*corev1.Pod, svcs []*corev1.Service) []observedObject {
 	return out
 }
 
-// orderedReplicaTypes returns the job's replica types in the framework's
+// OrderedReplicaTypes returns the job's replica types in the framework's
 // order, followed by any the framework does not list (sorted).
-func orderedReplicaTypes(fw Framework, job Job) []kubeflowv1.ReplicaType {
+func OrderedReplicaTypes(fw Framework, job Job) []kubeflowv1.ReplicaType {
 	specs := job.ReplicaSpecs()
 	var out []kubeflowv1.ReplicaType
 	known := map[kubeflowv1.ReplicaType]bool{}
@@ -101,7 +101,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (replicaPa
 	}
 	wanted := map[string]bool{}
 
-	for _, rtype := range orderedReplicaTypes(r.fw, s.job) {
+	for _, rtype := range OrderedReplicaTypes(r.fw, s.job) {
 		spec := s.job.ReplicaSpecs()[rtype]
 		replicas := int(*spec.Replicas)
 		state := ReplicaState{Replicas: int32(replicas), SucceededIndexes: map[int]bool{}}
