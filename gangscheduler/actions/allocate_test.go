@@ -309,6 +309,21 @@ func TestAllocateCountsRunningTasks(t *testing.T) {
 	}
 }
 
+// A member recreated beside one that succeeded is placed on its own: the
+// finished member counts toward minMember (as Volcano counts it), so a
+// gang whose worker finished before its master was restarted is not stuck.
+func TestAllocatePlacesAMemberBesideASucceededOne(t *testing.T) {
+	nodes := []*corev1.Node{st.MakeNode("n1").Capacity("4", "16Gi", 0).Obj()}
+	pods := makeGang("j", 2, cpu("1"))
+	pods[1].Spec.NodeName, pods[1].Status.Phase = "n1", corev1.PodSucceeded
+	c := cluster{nodes: nodes, pods: pods, jobs: []*api.JobInfo{st.MakeJob("ns", "j").MinMember(2).Obj()}}
+	ssn := schedule(t, c)
+	checkInvariants(t, c, ssn.Bindings())
+	if got := placed(ssn)["ns/j"]; len(got) != 1 || got["j-0"] != "n1" {
+		t.Errorf("placed %v, want j-0 on n1", got)
+	}
+}
+
 // The same input gives the same decisions in the same order.
 func TestAllocateDeterministic(t *testing.T) {
 	c := randomCluster(42, 12, 10)

@@ -175,7 +175,9 @@ func checkInvariants(t testing.TB, c cluster, decisions []framework.Decision) {
 			byRole[p.Annotations[api.TaskRoleAnnotation]]++
 		}
 		for _, p := range c.pods {
-			if id, ok := st.JobOf(p); ok && id == j.UID && occupies(p) && p.DeletionTimestamp == nil {
+			// Members that hold a node or are done count toward the
+			// gang's minimum.
+			if id, ok := st.JobOf(p); ok && id == j.UID && (occupies(p) || p.Status.Phase == corev1.PodSucceeded) && p.DeletionTimestamp == nil {
 				count(p)
 			}
 		}
@@ -183,7 +185,7 @@ func checkInvariants(t testing.TB, c cluster, decisions []framework.Decision) {
 			count(p)
 		}
 		if total < j.MinMember {
-			t.Errorf("partial gang %s: %d placed, %d with running ones, minMember %d", j.UID, len(got), total, j.MinMember)
+			t.Errorf("partial gang %s: %d placed, %d with those running or done, minMember %d", j.UID, len(got), total, j.MinMember)
 		}
 		for role, min := range j.MinTaskMember {
 			if byRole[role] < min {

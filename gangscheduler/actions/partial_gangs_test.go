@@ -271,7 +271,7 @@ func TestPartialGangCompletedBeforeFairShare(t *testing.T) {
 	if want := []string{"partial-3", "partial-4"}; !slices.Equal(binds, want) {
 		t.Errorf("bound %v, want %v: the partial gang completed before any newer gang", binds, want)
 	}
-	if !ssn.Jobs["ns/partial"].Whole() {
+	if !ssn.Jobs["ns/partial"].IsReady() {
 		t.Errorf("partial gang not whole after the cycle")
 	}
 }

@@ -79,11 +79,11 @@ func (j *JobInfo) AddTask(t *TaskInfo) error {
 }
 
 // ReadyCount is the number of tasks that count toward MinMember: allocated
-// in this session, bound, or running.
+// in this session, bound, running, or succeeded (CountsTowardMinimum).
 func (j *JobInfo) ReadyCount() int32 {
 	var n int32
 	for _, t := range j.Tasks {
-		if t.Status.CountsTowardReady() {
+		if t.Status.CountsTowardMinimum() {
 			n++
 		}
 	}
@@ -92,12 +92,12 @@ func (j *JobInfo) ReadyCount() int32 {
 
 // ReadyCountByRole is ReadyCount per role.
 func (j *JobInfo) ReadyCountByRole() map[string]int32 {
-	return j.countByRole(TaskStatus.CountsTowardReady)
+	return j.countByRole(TaskStatus.CountsTowardMinimum)
 }
 
 // ValidCount is the number of tasks that count now or could once placed
-// (pending, allocated, bound, running): the most the job can ever reach
-// without new pods.
+// (pending, allocated, bound, running, succeeded): the most the job can
+// ever reach without new pods.
 func (j *JobInfo) ValidCount() int32 {
 	var n int32
 	for _, t := range j.Tasks {
@@ -123,9 +123,12 @@ func (j *JobInfo) countByRole(counts func(TaskStatus) bool) map[string]int32 {
 	return m
 }
 
-// IsReady reports whether the gang may run: at least MinMember tasks and,
-// for every role, at least MinTaskMember[role] tasks are allocated, bound or
-// running.
+// IsReady reports whether the gang may run, or runs whole: at least
+// MinMember tasks and, for every role, at least MinTaskMember[role] tasks
+// are allocated, bound, running or done (Succeeded). Counting the members
+// that completed, a gang whose first workers have finished while the
+// others still run is whole, not broken, and a member recreated beside a
+// finished one is placed on its own.
 func (j *JobInfo) IsReady() bool {
 	if j.ReadyCount() < j.MinMember {
 		return false
@@ -220,41 +223,13 @@ func (j *JobInfo) HoldsNodes() bool {
 	return false
 }
 
-// Whole reports whether the gang's members that are placed, bound,
-// running or done (Succeeded) meet MinMember and every MinTaskMember. It
-// differs from IsReady in counting members that completed: a gang whose
-// first workers have finished while the others still run is whole, not
-// broken.
-func (j *JobInfo) Whole() bool {
-	count := func(s TaskStatus) bool { return s.CountsTowardReady() || s == Succeeded }
-	var n int32
-	for _, t := range j.Tasks {
-		if count(t.Status) {
-			n++
-		}
-	}
-	if n < j.MinMember {
-		return false
-	}
-	if len(j.MinTaskMember) == 0 {
-		return true
-	}
-	byRole := j.countByRole(count)
-	for role, min := range j.MinTaskMember {
-		if byRole[role] < min {
-			return false
-		}
-	}
-	return true
-}
-
 // Partial reports whether some members of the gang hold nodes but the gang
 // is not whole: the state all-or-nothing forbids to last. A commit that
 // lost some of its binds, a scheduler killed in the middle of one, a
 // member deleted or preempted while the others run: each leaves the gang
 // partial until it is completed or its members are reclaimed.
 func (j *JobInfo) Partial() bool {
-	return j.HoldsNodes() && !j.Whole()
+	return j.HoldsNodes() && !j.IsReady()
 }
 
 // Done reports whether the gang has run its course as the PodGroup status

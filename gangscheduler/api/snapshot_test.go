@@ -211,7 +211,8 @@ func TestJobReadiness(t *testing.T) {
 	}{
 		{"all pending", map[string][]api.TaskStatus{"worker": {P, P}}, 2, nil, 0, 2, false, 2},
 		{"allocated, bound, running count", map[string][]api.TaskStatus{"worker": {A, B, R}}, 3, nil, 3, 3, true, 3},
-		{"terminal and releasing do not count", map[string][]api.TaskStatus{"worker": {R, S, F, X}}, 2, nil, 1, 1, false, 1},
+		{"failed and releasing do not count, succeeded does", map[string][]api.TaskStatus{"worker": {R, S, F, X}}, 2, nil, 2, 2, true, 2},
+		{"failed and releasing do not count", map[string][]api.TaskStatus{"worker": {R, F, X}}, 2, nil, 1, 1, false, 1},
 		{"minMember met, role minimum not", map[string][]api.TaskStatus{"master": {P}, "worker": {A, A}}, 2, map[string]int32{"master": 1}, 2, 3, false, 2},
 		{"minMember and role minimum met", map[string][]api.TaskStatus{"master": {A}, "worker": {A, P}}, 2, map[string]int32{"master": 1, "worker": 1}, 2, 3, true, 2},
 	}

@@ -77,11 +77,21 @@ func (s TaskStatus) CountsTowardReady() bool {
 	return false
 }
 
+// CountsTowardMinimum reports whether a task in this status counts toward
+// its gang's minMember and minTaskMember: placed (CountsTowardReady) or
+// done. A member that succeeded has done its part; a gang whose other
+// member is recreated needs only that one placed, as Volcano counts it.
+// Succeeded tasks hold no node, so what a gang occupies is still
+// CountsTowardReady's.
+func (s TaskStatus) CountsTowardMinimum() bool {
+	return s == Succeeded || s.CountsTowardReady()
+}
+
 // CanBecomeReady reports whether a task in this status counts now or could
 // count after this scheduler places it. A gang is only worth trying when
 // enough of its tasks can.
 func (s TaskStatus) CanBecomeReady() bool {
-	return s == Pending || s.CountsTowardReady()
+	return s == Pending || s.CountsTowardMinimum()
 }
 
 // JobPhase is a PodGroup's phase, in the PodGroup API's words.

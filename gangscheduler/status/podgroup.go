@@ -168,8 +168,12 @@ func Compute(g Gang, now time.Time) Update {
 		if st.ScheduleEndTime == nil {
 			st.ScheduleEndTime = ptrTime(now)
 		}
+		placed := fmt.Sprintf("%d pods bound or running", c.placed)
+		if c.succeeded > 0 {
+			placed += fmt.Sprintf(", %d succeeded", c.succeeded)
+		}
 		cond(schedulingv1alpha1.PodGroupScheduled, metav1.ConditionTrue, schedulingv1alpha1.PodGroupReasonGangBound,
-			fmt.Sprintf("%d pods bound or running (minMember %d)", c.placed, job.MinMember))
+			fmt.Sprintf("%s (minMember %d)", placed, job.MinMember))
 		cond(schedulingv1alpha1.PodGroupUnschedulable, metav1.ConditionFalse, schedulingv1alpha1.PodGroupReasonGangBound, "")
 	} else {
 		st.ScheduleEndTime = nil

@@ -361,7 +361,7 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
-			name: "a gang whose first members finished while the others run is whole, not partial",
+			name: "a gang whose first members finished while the others run is whole and Running, not partial",
 			g: Gang{PodGroup: pgWith(nil), Job: gang(3, succeeded, running, running),
 				Old: schedulingv1alpha1.PodGroupStatus{Phase: "Running", Admitted: 3, Running: 3, ScheduleStartTime: ago(time.Hour), ScheduleEndTime: ago(time.Hour),
 					Conditions: []metav1.Condition{
@@ -369,9 +369,9 @@ func TestCompute(t *testing.T) {
 						condition("Unschedulable", "False", "GangBound", ""),
 					}}},
 			want: schedulingv1alpha1.PodGroupStatus{
-				Phase: "Unknown", Admitted: 2, Running: 2, Succeeded: 1, ScheduleStartTime: ago(0),
+				Phase: "Running", Admitted: 2, Running: 2, Succeeded: 1, ScheduleStartTime: ago(time.Hour), ScheduleEndTime: ago(time.Hour),
 				Conditions: []metav1.Condition{
-					{Type: "Scheduled", Status: "False", Reason: "Waiting", Message: "2 of minMember 3 pods bound"},
+					{Type: "Scheduled", Status: "True", Reason: "GangBound", Message: "2 pods bound or running, 1 succeeded (minMember 3)"},
 					{Type: "Unschedulable", Status: "False", Reason: "GangBound"},
 				},
 			},

@@ -95,6 +95,43 @@ var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and
 		f.whole("refused", 3, other.Name)
 	})
 
+	// Found by the chaos soak: a gang whose worker had finished could not
+	// place its master recreated under restartPolicy OnFailure, as if the
+	// finished member did not count.
+	It("places a member recreated beside one that succeeded: the finished member counts toward the gang", func() {
+		f.node("cpu", "cpu", 0)
+		f.node("gpu", "gpu", 8)
+		s, err := testutil.StartScheduler(suite.Env.Config, grace)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(s.Stop)
+
+		f.job("finished-worker", 1, "1", nil, func(j *kubeflowv1.PyTorchJob) {
+			j.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].RestartPolicy = kubeflowv1.RestartPolicy("OnFailure")
+		})
+		f.whole("finished-worker", 2, f.ns+"-gpu")
+		byRole := func(g Gomega) map[string]corev1.Pod {
+			out := map[string]corev1.Pod{}
+			for _, p := range f.live(g, "finished-worker") {
+				out[p.Labels[kubeflowv1.ReplicaTypeLabel]] = p
+			}
+			return out
+		}
+		var master corev1.Pod
+		Eventually(func(g Gomega) {
+			pods := byRole(g)
+			worker := pods["worker"]
+			master = pods["master"]
+			g.Expect(testutil.SetPodPhase(ctx, suite.Client, &worker, corev1.PodSucceeded)).To(Succeed())
+		}).Should(Succeed())
+		Expect(testutil.FailPod(ctx, suite.Client, &master, 1)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			m := byRole(g)["master"]
+			g.Expect(m.UID).NotTo(Equal(master.UID), "the operator recreates the failed master")
+			g.Expect(m.Spec.NodeName).To(Equal(f.ns+"-cpu"), "the recreated master is placed")
+		}, 30*time.Second).Should(Succeed())
+	})
+
 	It("places workers with required anti-affinity among themselves one per node", func() {
 		f.node("cpu", "cpu", 0)
 		for i := range 3 {
