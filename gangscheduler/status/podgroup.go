@@ -357,7 +357,9 @@ func countTasks(job *api.JobInfo) taskCounts {
 		if t.Status.CountsTowardReady() {
 			c.placed++
 		}
-		if t.Status.CanBecomeReady() || t.Status == api.Gated {
+		// Members that run or may still run: the succeeded are counted
+		// apart.
+		if t.Status == api.Pending || t.Status.CountsTowardReady() || t.Status == api.Gated {
 			c.valid++
 		}
 		if t.Status != api.Succeeded && t.Status != api.Failed {

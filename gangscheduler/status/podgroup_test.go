@@ -405,6 +405,14 @@ func TestCompute(t *testing.T) {
 			wantEvents: []string{"Warning/Failed"},
 		},
 		{
+			name: "a succeeded member counts once toward what can still succeed: Failed",
+			g:    Gang{PodGroup: pgWith(nil), Job: gang(3, succeeded, failed, running), Old: schedulingv1alpha1.PodGroupStatus{Phase: "Running"}},
+			want: schedulingv1alpha1.PodGroupStatus{
+				Phase: "Failed", Admitted: 1, Running: 1, Succeeded: 1, Failed: 1,
+			},
+			wantEvents: []string{"Warning/Failed"},
+		},
+		{
 			name: "a failure with enough pods left is not Failed",
 			g:    Gang{PodGroup: pgWith(nil), Job: gang(3, failed, running, running, running), Old: schedulingv1alpha1.PodGroupStatus{Phase: "Running"}},
 			want: schedulingv1alpha1.PodGroupStatus{
