@@ -59,13 +59,21 @@ type Stats struct {
 	// time no scheduler led; Gang names the gang.
 	LongestPartial, LongestPartialLed time.Duration
 	LongestPartialGang                string
-	// Breaks counts the member breaks seen in gang-restarted jobs, by
-	// kind: a retryable failure, a permanent one, a disruption.
+	// GangJobs, GangRestarts and GangDisruptions are the gang-restarted
+	// jobs checked and the sums of their status.gang counts.
+	GangJobs, GangRestarts, GangDisruptions int
+	// Breaks counts the member breaks in gang-restarted jobs that the
+	// counts were checked against, by kind: a retryable failure, a
+	// permanent one, a disruption.
 	RetryableFailures, PermanentFailures, Disruptions int
-	// BreaksAfterDecision counts member breaks that landed on pods of a
-	// generation the operator had already decided to restart, or of a job
-	// already finished: they do not count (see restartCounts).
-	BreaksAfterDecision int
+	// FailuresAfterDecision counts members that failed after the
+	// operator had stored its decision to restart their generation, or
+	// the job's verdict: failures injected into a gang already being torn
+	// down, which do not count (see restartCounts). (The teardown's own
+	// deletions are not counted here.)
+	FailuresAfterDecision int
+	// BreakCauses counts the breaks that counted by what happened.
+	BreakCauses map[string]int
 }
 
 type interval struct{ from, to time.Time }
@@ -115,7 +123,24 @@ type memberBreak struct {
 	failed    bool
 	exitCode  *int32
 	disrupted bool
-	what      string
+	// nodeGone: its node was deleted.
+	nodeGone bool
+	what     string
+}
+
+// cause names what happened, for the report's tally.
+func (b memberBreak) cause() string {
+	switch {
+	case b.nodeGone:
+		return "node deleted"
+	case b.failed && b.exitCode != nil:
+		return fmt.Sprintf("failed with exit code %d", *b.exitCode)
+	case b.failed:
+		return "failed"
+	case b.disrupted:
+		return "deleted with a DisruptionTarget condition (evicted, preempted, reclaimed)"
+	}
+	return "deleted without a DisruptionTarget condition"
 }
 
 // kind classifies the break under the job's restart policies, as the
@@ -528,7 +553,7 @@ func (c *Checker) NodeGone(t time.Time, name string, rv uint64) {
 		}
 		r.broke = true
 		j := c.job(p.JobUID)
-		j.breaks = append(j.breaks, memberBreak{rv: rv, gen: p.Generation, pod: p.Name, replicaType: p.ReplicaType, what: "its node " + name + " was deleted"})
+		j.breaks = append(j.breaks, memberBreak{rv: rv, gen: p.Generation, pod: p.Name, replicaType: p.ReplicaType, nodeGone: true, what: "its node " + name + " was deleted"})
 	}
 }
 

@@ -300,6 +300,18 @@ func TestCheckers(t *testing.T) {
 				at(2, job(gangJob(12, 0, 0, 0).failedWith("MaxRestartsExceeded"))), at(3, func(c *Checker, t time.Time) { c.PodGroupGone(t, "soak", "g1") }), at(3, final)}),
 		},
 
+		{
+			name: "a deleted job's counts are checked too",
+			steps: seq(twoRunning, []step{at(1, pod(member("w0", "0", 0, 10).on("n1").failed(137, 10))),
+				at(2, job(gangJob(12, 1, 0, 1))), at(3, func(c *Checker, t time.Time) { c.JobGone(t, "j1"); c.PodGroupGone(t, "soak", "g1") }), at(4, final)}),
+			want: []string{RestartCount},
+		},
+		{
+			name: "a deleted job may leave a break of its last generation",
+			steps: seq(twoRunning, []step{at(1, pod(member("w0", "0", 0, 10).on("n1").failed(137, 10))),
+				at(3, func(c *Checker, t time.Time) { c.JobGone(t, "j1"); c.PodGroupGone(t, "soak", "g1") }), at(4, final)}),
+		},
+
 		// The end.
 		{
 			name:  "a job that never ran",

@@ -16,28 +16,32 @@ import (
 //     or the operator did after its ttlSecondsAfterFinished (none lost);
 //   - every PodGroup belongs to a job that exists and has not finished
 //     (none leaked);
-//   - the gang restart and disruption counts of every gang-restarted job
-//     match the breaks of its members (restartCounts).
+//   - the gang restart and disruption counts of every gang-restarted job,
+//     those deleted on the way included (as last seen), match the breaks
+//     of its members (restartCounts). They are checked at the end, not
+//     as each job goes, so that every pod event of a job has arrived
+//     (the watches of pods and of jobs are separate streams).
 func (c *Checker) Final(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, uid := range slices.Sorted(maps.Keys(c.jobs)) {
 		j := c.jobs[uid]
 		_, expected := c.expected[uid]
+		if j.seen && j.cur.GangRestart {
+			c.restartCounts(t, uid, j)
+		}
 		switch {
 		case !j.seen:
 			continue
 		case j.gone:
-			if expected && !c.deletedByDriver[uid] && !(j.cur.TTL && j.cur.Finished()) {
+			ttlExpired := j.cur.TTL && j.cur.Finished()
+			if expected && !c.deletedByDriver[uid] && !ttlExpired {
 				c.violate(t, "lost/"+uid, LostJob, j.cur.Key.String(), "the job is gone, but the driver did not delete it and no TTL applied")
 			}
 			continue
 		}
 		if !j.cur.Running && !j.cur.Succeeded && !j.cur.Failed {
 			c.violate(t, "stuck/"+uid, StuckJob, j.cur.Key.String(), "neither Running, Succeeded nor Failed after the quiet period; "+c.podSummary(uid))
-		}
-		if j.cur.GangRestart {
-			c.restartCounts(t, uid, j)
 		}
 	}
 	for _, uid := range slices.Sorted(maps.Keys(c.expected)) {
@@ -81,18 +85,32 @@ func (c *Checker) Final(t time.Time) {
 //   - restarts + disruptions = the final generation: each restart was
 //     counted once.
 //
-// And a break in the final generation must have been acted on: the job
-// has a verdict (failed: a permanent failure, or a budget used up).
+// And, for a job that is still there, a break in the final generation
+// must have been acted on: the job has a verdict (failed: a permanent
+// failure, or a budget used up). A deleted job's last generation may have
+// had breaks it was deleted before acting on.
 func (c *Checker) restartCounts(t time.Time, uid string, j *jobRecord) {
 	final := j.cur.Generation
+	c.stats.GangJobs++
+	c.stats.GangRestarts += int(j.cur.Restarts)
+	c.stats.GangDisruptions += int(j.cur.Disruptions)
 	kinds := map[int32]breakKind{}
 	what := map[int32][]string{}
 	for _, b := range j.breaks {
 		if next, ok := j.genRV[b.gen+1]; (ok && b.rv >= next) || (j.finishedRV != 0 && b.rv >= j.finishedRV) {
-			c.stats.BreaksAfterDecision++
+			if b.failed {
+				c.stats.FailuresAfterDecision++
+			}
+			continue
+		}
+		if j.gone && b.gen == final {
 			continue
 		}
 		k := b.kind(j.cur.RestartPolicy)
+		if c.stats.BreakCauses == nil {
+			c.stats.BreakCauses = map[string]int{}
+		}
+		c.stats.BreakCauses[b.cause()]++
 		switch {
 		case k == disruption:
 			c.stats.Disruptions++
@@ -143,7 +161,7 @@ func (c *Checker) restartCounts(t time.Time, uid string, j *jobRecord) {
 		}
 		c.violate(t, "restarts/"+uid, RestartCount, st.Key.String(), strings.Join(problems, "; ")+"; breaks by generation: "+strings.Join(gens, " | "))
 	}
-	if kinds[final] != 0 && !st.Finished() {
+	if !j.gone && kinds[final] != 0 && !st.Finished() {
 		c.violate(t, "unhandled/"+uid, UnhandledBreak, st.Key.String(), fmt.Sprintf(
 			"generation %d (the last) had breaks the operator has not acted on after the quiet period: %s; %s", final, orNone(what[final]), c.podSummary(uid)))
 	}
