@@ -59,6 +59,8 @@ type Stats struct {
 	// time no scheduler led; Gang names the gang.
 	LongestPartial, LongestPartialLed time.Duration
 	LongestPartialGang                string
+	// PartialEpisodes counts the times a gang became partial.
+	PartialEpisodes int
 	// GangJobs, GangRestarts and GangDisruptions are the gang-restarted
 	// jobs checked and the sums of their status.gang counts.
 	GangJobs, GangRestarts, GangDisruptions int
@@ -123,6 +125,8 @@ type memberBreak struct {
 	failed    bool
 	exitCode  *int32
 	disrupted bool
+	// reason is the DisruptionTarget condition's.
+	reason string
 	// nodeGone: its node was deleted.
 	nodeGone bool
 	what     string
@@ -138,7 +142,7 @@ func (b memberBreak) cause() string {
 	case b.failed:
 		return "failed"
 	case b.disrupted:
-		return "deleted with a DisruptionTarget condition (evicted, preempted, reclaimed)"
+		return "deleted, DisruptionTarget " + b.reason
 	}
 	return "deleted without a DisruptionTarget condition"
 }
@@ -398,7 +402,7 @@ func (c *Checker) noteBreak(rec *podRecord, prev *Pod, p Pod, gone bool) {
 	b := memberBreak{rv: p.RV, gen: p.Generation, pod: p.Name, replicaType: p.ReplicaType}
 	switch {
 	case p.Phase == corev1.PodFailed && !wasTerminal && !wasTerminating:
-		b.failed, b.exitCode, b.disrupted = true, p.ExitCode, p.Disrupted
+		b.failed, b.exitCode, b.disrupted, b.reason = true, p.ExitCode, p.Disrupted, p.DisruptionReason
 		b.what = "failed"
 		if p.ExitCode != nil {
 			b.what += fmt.Sprintf(" with exit code %d", *p.ExitCode)
@@ -407,7 +411,7 @@ func (c *Checker) noteBreak(rec *podRecord, prev *Pod, p Pod, gone bool) {
 			b.what += " (DisruptionTarget)"
 		}
 	case (p.Terminating || gone) && !wasTerminating && !p.Terminal() && !wasTerminal:
-		b.disrupted = p.Disrupted
+		b.disrupted, b.reason = p.Disrupted, p.DisruptionReason
 		b.what = "deleted while " + string(p.Phase)
 		if p.Disrupted {
 			b.what += " (DisruptionTarget)"
@@ -696,6 +700,7 @@ func (c *Checker) checkGang(t time.Time, key string) {
 	switch {
 	case partial && g.since.IsZero():
 		g.since, g.what = t, what
+		c.stats.PartialEpisodes++
 	case partial:
 		g.what = what
 	case !g.since.IsZero():

@@ -42,7 +42,7 @@ func FromPod(pod *corev1.Pod) Pod {
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
-			p.Disrupted = true
+			p.Disrupted, p.DisruptionReason = true, c.Reason
 		}
 	}
 	return p

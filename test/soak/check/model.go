@@ -53,8 +53,10 @@ type Pod struct {
 	// ExitCode is the first terminated container's exit code, if any.
 	ExitCode *int32
 	// Disrupted: the pod has a DisruptionTarget condition that is True
-	// (evicted, preempted, reclaimed, its node gone).
-	Disrupted bool
+	// (evicted, preempted, reclaimed, its node gone), for the reason
+	// DisruptionReason.
+	Disrupted        bool
+	DisruptionReason string
 	// Requests is what the pod asks of its node: kube-scheduler's
 	// effective request (the larger of the containers' sum and any init
 	// container, plus the pod overhead).
