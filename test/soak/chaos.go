@@ -119,6 +119,7 @@ func (ch *chaos) kill(ctx context.Context, comp *component, counter string, time
 		return false
 	}
 	ch.markDown(comp, holder)
+	ch.r.logf("chaos: SIGKILL %s, the leading %s", r.name(), comp.name)
 	if err := r.kill(); err != nil {
 		ch.r.logf("chaos: %v", err)
 	}
@@ -136,6 +137,7 @@ func (ch *chaos) killBoth(ctx context.Context, a, b *component) {
 	}
 	ch.markDown(a, ha)
 	ch.markDown(b, hb)
+	ch.r.logf("chaos: SIGKILL %s and %s, both leaders", ra.name(), rb.name())
 	var wg sync.WaitGroup
 	for _, r := range []*replica{ra, rb} {
 		wg.Add(1)
@@ -159,6 +161,7 @@ func (ch *chaos) pause(ctx context.Context, comp *component, d time.Duration) {
 		return
 	}
 	ch.markDown(comp, holder)
+	ch.r.logf("chaos: SIGSTOP %s, the leading %s, for %s", r.name(), comp.name, d)
 	if err := r.pause(); err != nil {
 		ch.r.logf("chaos: %v", err)
 		return
@@ -175,6 +178,7 @@ func (ch *chaos) pause(ctx context.Context, comp *component, d time.Duration) {
 		case <-ctx.Done():
 		case <-time.After(d):
 		}
+		ch.r.logf("chaos: SIGCONT %s", r.name())
 		if err := r.resume(); err != nil {
 			ch.r.logf("chaos: %v", err)
 		}
@@ -212,6 +216,7 @@ func (ch *chaos) leaseChanged(t time.Time, lease *coordinationv1.Lease) {
 		}
 		delete(ch.down, comp.name)
 		ch.r.tally.failover(comp.name, t.Sub(d.at))
+		ch.r.logf("chaos: the %s Lease taken over %s after its leader was put out", comp.name, t.Sub(d.at).Round(100*time.Millisecond))
 		if comp == ch.r.components[1] {
 			ch.r.checker.SchedulerUp(t)
 		}
