@@ -115,19 +115,21 @@ func (r *run) do(ctx context.Context, seed uint64, rep *report) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := r.defineComponents(); err != nil {
+		return err
+	}
 	if r.obs, err = newObserver(r.cluster.cfg, r.checker); err != nil {
 		return err
 	}
+	d := newDriver(r, seed)
+	ch := newChaos(r, seed)
+	r.obs.onPod = d.landed
+	r.obs.onLease = func(t time.Time, l *coordinationv1.Lease) { ch.leaseChanged(t, l) }
 	obsCtx, stopObs := context.WithCancel(ctx)
 	defer stopObs()
 	if err := r.obs.start(obsCtx); err != nil {
 		return err
 	}
-
-	d := newDriver(r, seed)
-	ch := newChaos(r, seed)
-	r.obs.onPod = d.landed
-	r.obs.onLease = func(t time.Time, l *coordinationv1.Lease) { ch.leaseChanged(t, l) }
 
 	superCtx, stopSupervising := context.WithCancel(ctx)
 	defer stopSupervising()
@@ -203,10 +205,9 @@ func (r *run) do(ctx context.Context, seed uint64, rep *report) (err error) {
 	return context.Cause(ctx)
 }
 
-// startComponents starts two replicas each of the operator and the
-// scheduler, one after the other so that the first of each leads, and
-// keeps them running.
-func (r *run) startComponents(ctx context.Context) error {
+// defineComponents says how the operator and the scheduler run: their
+// flags, their Leases, their logs.
+func (r *run) defineComponents() error {
 	o := r.opts
 	le := []string{
 		"--kubeconfig=" + r.cluster.kubeconfig,
@@ -232,6 +233,14 @@ func (r *run) startComponents(ctx context.Context) error {
 	}
 	for _, c := range r.components {
 		c.onExit = r.replicaExited
+	}
+	return nil
+}
+
+// startComponents starts two replicas each of the operator and the
+// scheduler, and keeps them running.
+func (r *run) startComponents(ctx context.Context) error {
+	for _, c := range r.components {
 		for i := range 2 {
 			rep := &replica{comp: c, index: i}
 			if err := rep.start(); err != nil {
