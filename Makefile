@@ -82,12 +82,18 @@ helm: ## Build helm from the Go module proxy (cached); prints its path.
 ##@ Test
 
 .PHONY: controlplane
-controlplane: ## Build etcd, kube-apiserver and kube-controller-manager from Go modules (cached).
+controlplane: ## Build etcd, kube-apiserver, kube-controller-manager and kube-scheduler from Go modules (cached).
 	hack/controlplane.sh
 
 .PHONY: test
 test: ## Unit and envtest suites against a real kube-apiserver and etcd.
 	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" HELM="$$(hack/helm.sh)" go test $(GO_TEST_FLAGS) ./...
+
+DIFFERENTIAL_FLAGS ?=
+
+.PHONY: differential
+differential: ## The differential suite alone, verbose: troupe-scheduler against kube-scheduler, judged by an independent checker (docs/differential.md).
+	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" go test -count=1 ./test/differential/ -ginkgo.v $(DIFFERENTIAL_FLAGS)
 
 .PHONY: peers
 peers: ## Build the peer gang schedulers (Volcano's, kube-scheduler with Coscheduling) from Go modules (cached); prints their paths.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds etcd, kube-apiserver and kube-controller-manager from Go modules into a
-# cache folder keyed by the Kubernetes version and the wrapper module's go.sum,
-# then prints that folder. envtest reads it as KUBEBUILDER_ASSETS.
+# Builds etcd, kube-apiserver, kube-controller-manager and kube-scheduler from
+# Go modules into a cache folder keyed by the Kubernetes version and the
+# wrapper module's go.mod and go.sum, then prints that folder. envtest reads it
+# as KUBEBUILDER_ASSETS; test/differential runs its kube-scheduler as the
+# upstream reference.
 #
 # A second run with the same inputs only checks that the binaries exist.
 set -euo pipefail
@@ -15,7 +17,8 @@ key=$(cat "$src/go.mod" "$src/go.sum" | sha256sum | cut -c1-12)
 cache_root=${TROUPE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/troupe}
 out="$cache_root/controlplane/$kube_version-$key"
 
-if [ -x "$out/etcd" ] && [ -x "$out/kube-apiserver" ] && [ -x "$out/kube-controller-manager" ]; then
+if [ -x "$out/etcd" ] && [ -x "$out/kube-apiserver" ] && [ -x "$out/kube-controller-manager" ] &&
+  [ -x "$out/kube-scheduler" ]; then
   echo "$out"
   exit 0
 fi
@@ -30,6 +33,7 @@ ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.
   CGO_ENABLED=0 GOWORK=off go build -trimpath -ldflags "$ldflags" -o "$tmp/" \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler \
     ./etcd
 )
 rm -rf "$out"

@@ -6,6 +6,7 @@ package integrations
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -52,6 +53,18 @@ type GangState struct {
 	// engine shows it on the job verbatim, roles and all.
 	Unschedulable string
 }
+
+// WaitError is SyncPodGroup's answer while the backend cannot write the
+// job's PodGroup yet, for a reason outside the job that will pass (the
+// HyperNodes a required topology rule needs are not generated yet). The
+// engine creates no pod, shows the message on the job's GangScheduled
+// condition, and looks again after RetryAfter.
+type WaitError struct {
+	Message    string
+	RetryAfter time.Duration
+}
+
+func (e *WaitError) Error() string { return e.Message }
 
 // The pod annotations every PodGroup-based backend reads: the Coscheduling
 // KEP's group name, and Volcano's task-spec, which keys the scheduler's

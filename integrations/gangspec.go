@@ -1,10 +1,13 @@
 package integrations
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 )
 
 // GangSpec is what every backend's PodGroup says about a job. One function
@@ -22,6 +25,19 @@ type GangSpec struct {
 	Queue                  string
 	PriorityClassName      string
 	ScheduleTimeoutSeconds *int32
+	// Topology, when set, places the members of some roles on a Topology's
+	// tree of network domains.
+	Topology *GangTopology
+}
+
+// GangTopology is a job's topology policy as a backend sees it.
+type GangTopology struct {
+	schedulingv1alpha1.TopologyPolicy
+	// Roles are the roles the policy places, in rank order: the job's
+	// replica order (master, chief or launcher first).
+	Roles []string
+	// Members is how many pods those roles have.
+	Members int32
 }
 
 // Replica is one replica type of a job, as the gang sees it.
@@ -40,6 +56,11 @@ type SchedulingPolicy struct {
 	Queue                  string
 	PriorityClass          string
 	ScheduleTimeoutSeconds *int32
+	// Topology is the job's topology policy; TopologyRoles the roles it
+	// names (lower case), none meaning the default: the roles that ask for
+	// GPUs, or every role when none does.
+	Topology      *schedulingv1alpha1.TopologyPolicy
+	TopologyRoles []string
 }
 
 // ComputeGangSpec derives the PodGroup contents of a job whose replicas come
@@ -96,7 +117,43 @@ func ComputeGangSpec(replicas []Replica, policy SchedulingPolicy) GangSpec {
 	for _, r := range replicas {
 		take(r, r.Replicas-counted[r.Role])
 	}
+	spec.Topology = gangTopology(replicas, policy)
 	return spec
+}
+
+// gangTopology is the topology part of a gang: the policy and the roles it
+// covers, in replica order.
+func gangTopology(replicas []Replica, policy SchedulingPolicy) *GangTopology {
+	if policy.Topology == nil {
+		return nil
+	}
+	covered := func(r Replica) bool { return slices.Contains(policy.TopologyRoles, r.Role) }
+	if len(policy.TopologyRoles) == 0 {
+		covered = func(r Replica) bool { return asksForGPUs(r.Template) }
+		if !slices.ContainsFunc(replicas, covered) {
+			covered = func(Replica) bool { return true }
+		}
+	}
+	t := &GangTopology{TopologyPolicy: *policy.Topology.DeepCopy()}
+	for _, r := range replicas {
+		if covered(r) {
+			t.Roles = append(t.Roles, r.Role)
+			t.Members += r.Replicas
+		}
+	}
+	return t
+}
+
+// asksForGPUs reports whether a pod of the template requests or limits a
+// resource whose name says gpu (nvidia.com/gpu, amd.com/gpu,
+// gpu.intel.com/i915, ...).
+func asksForGPUs(tmpl *corev1.PodTemplateSpec) bool {
+	for name := range podRequests(tmpl) {
+		if strings.Contains(strings.ToLower(string(name)), "gpu") {
+			return true
+		}
+	}
+	return false
 }
 
 // podRequests is what one pod of a template asks of a node, as the

@@ -1,11 +1,15 @@
 package integrations
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 )
 
 func container(requests, limits corev1.ResourceList) corev1.Container {
@@ -124,6 +128,79 @@ func TestComputeGangSpec(t *testing.T) {
 			}
 			if got.Queue != tc.policy.Queue || got.PriorityClassName != tc.policy.PriorityClass || got.ScheduleTimeoutSeconds != tc.policy.ScheduleTimeoutSeconds {
 				t.Errorf("scheduling policy not carried over: %+v", got)
+			}
+		})
+	}
+}
+
+func TestComputeGangSpecTopology(t *testing.T) {
+	cpu := tmpl(corev1.PodSpec{Containers: []corev1.Container{container(rl("cpu", "1"), nil)}})
+	nvidia := tmpl(corev1.PodSpec{Containers: []corev1.Container{container(nil, rl("nvidia.com/gpu", "8"))}})
+	amdInit := tmpl(corev1.PodSpec{InitContainers: []corev1.Container{container(rl("amd.com/gpu", "1"), nil)}})
+	policy := &schedulingv1alpha1.TopologyPolicy{Levels: []schedulingv1alpha1.TopologyLevelPolicy{{Level: "rack", Required: true}}}
+	cases := []struct {
+		name        string
+		replicas    []Replica
+		roles       []string
+		policy      *schedulingv1alpha1.TopologyPolicy
+		wantRoles   []string
+		wantMembers int32
+	}{
+		{
+			name:     "no policy, no topology",
+			replicas: []Replica{{Role: "worker", Replicas: 2, Template: nvidia}},
+		},
+		{
+			name: "by default only the roles that ask for GPUs, in replica order",
+			replicas: []Replica{
+				{Role: "chief", Replicas: 1, Template: cpu},
+				{Role: "ps", Replicas: 2, Template: cpu},
+				{Role: "worker", Replicas: 4, Template: nvidia},
+				{Role: "evaluator", Replicas: 1, Template: amdInit},
+			},
+			policy:      policy,
+			wantRoles:   []string{"worker", "evaluator"},
+			wantMembers: 5,
+		},
+		{
+			name: "by default every role when none asks for GPUs",
+			replicas: []Replica{
+				{Role: "master", Replicas: 1, Template: cpu},
+				{Role: "worker", Replicas: 3, Template: cpu},
+			},
+			policy:      policy,
+			wantRoles:   []string{"master", "worker"},
+			wantMembers: 4,
+		},
+		{
+			name: "the roles the job names, in replica order whatever the order named",
+			replicas: []Replica{
+				{Role: "master", Replicas: 1, Template: cpu},
+				{Role: "worker", Replicas: 3, Template: nvidia},
+			},
+			roles:       []string{"worker", "master"},
+			policy:      policy,
+			wantRoles:   []string{"master", "worker"},
+			wantMembers: 4,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ComputeGangSpec(tc.replicas, SchedulingPolicy{Topology: tc.policy, TopologyRoles: tc.roles}).Topology
+			if tc.policy == nil {
+				if got != nil {
+					t.Fatalf("topology = %+v, want none", got)
+				}
+				return
+			}
+			if got == nil {
+				t.Fatal("topology missing")
+			}
+			if !slices.Equal(got.Roles, tc.wantRoles) || got.Members != tc.wantMembers {
+				t.Errorf("roles %v with %d members, want %v with %d", got.Roles, got.Members, tc.wantRoles, tc.wantMembers)
+			}
+			if !equality.Semantic.DeepEqual(got.TopologyPolicy, *tc.policy) {
+				t.Errorf("policy = %+v, want %+v", got.TopologyPolicy, *tc.policy)
 			}
 		})
 	}

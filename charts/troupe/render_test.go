@@ -37,9 +37,15 @@ func TestBackends(t *testing.T) {
 		set           []string
 		wantGangFlag  string
 		wantScheduler bool
+		// wantHyperNodes is the operator's --volcano-hypernode-topology.
+		wantHyperNodes string
 	}{
 		{name: "troupe (the default)", wantGangFlag: "troupe", wantScheduler: true},
 		{name: "volcano", set: []string{"backend=volcano"}, wantGangFlag: "volcano"},
+		{
+			name: "volcano with HyperNodes from a Topology", set: []string{"backend=volcano", "volcanoHyperNodeTopology=fabric"},
+			wantGangFlag: "volcano", wantHyperNodes: "fabric",
+		},
 		{name: "scheduler-plugins", set: []string{"backend=scheduler-plugins"}, wantGangFlag: "scheduler-plugins"},
 		{
 			name:         "scheduler-plugins under its own scheduler name",
@@ -56,6 +62,9 @@ func TestBackends(t *testing.T) {
 			opArgs := op.Spec.Template.Spec.Containers[0].Args
 			if got, _ := flagValue(opArgs, "gang-scheduler-name"); got != tt.wantGangFlag {
 				t.Errorf("operator --gang-scheduler-name = %q, want %q (args %v)", got, tt.wantGangFlag, opArgs)
+			}
+			if got, _ := flagValue(opArgs, "volcano-hypernode-topology"); got != tt.wantHyperNodes {
+				t.Errorf("operator --volcano-hypernode-topology = %q, want %q (args %v)", got, tt.wantHyperNodes, opArgs)
 			}
 			if _, err := operator.ParseFlags(opArgs, io.Discard); err != nil {
 				t.Errorf("the operator rejects the chart's flags %v: %v", opArgs, err)
@@ -296,8 +305,8 @@ func TestCRDs(t *testing.T) {
 			troupeOnly.Insert(name)
 		}
 	}
-	if troupeOnly.Len() != 2 || troupeOnly.Len() == len(want) {
-		t.Fatalf("config/crd/bases: want the kubeflow.org kinds and Troupe's PodGroup and Queue, found %v", sets.KeySet(want))
+	if troupeOnly.Len() != 3 || troupeOnly.Len() == len(want) {
+		t.Fatalf("config/crd/bases: want the kubeflow.org kinds and Troupe's PodGroup, Queue and Topology, found %v", sets.KeySet(want))
 	}
 
 	tests := []struct {

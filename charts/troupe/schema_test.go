@@ -13,10 +13,13 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/config"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/drf"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/gang"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/interpodaffinity"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/nodeorder"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/podtopologyspread"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/predicates"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/priority"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/proportion"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/volumes"
 	"github.com/troupe-ml/troupe/internal/operator"
 )
 
@@ -104,6 +107,11 @@ var wrongValues = []struct {
 		want: []string{"at '/operator/kubeAPI/qps': exclusiveMinimum: got 0, want 0"},
 	},
 	{
+		name: "a HyperNode Topology that is no object name",
+		args: []string{"--set", "volcanoHyperNodeTopology=Rack_Topology"},
+		want: []string{"at '/volcanoHyperNodeTopology'", "'Rack_Topology' does not match pattern"},
+	},
+	{
 		name: "a digest that is a tag",
 		args: []string{"--set", "image.digest=latest"},
 		want: []string{"at '/image/digest'", "'latest' does not match pattern"},
@@ -177,12 +185,15 @@ func TestLint(t *testing.T) {
 // one the schema must allow, and a plugin without a Config takes none.
 func TestSchemaPluginArgumentsAreTheCode(t *testing.T) {
 	configs := map[string]any{
-		predicates.Name: predicates.Config{},
-		nodeorder.Name:  nodeorder.Config{},
-		proportion.Name: proportion.Config{},
-		drf.Name:        drf.Config{},
-		priority.Name:   nil,
-		gang.Name:       nil,
+		predicates.Name:        predicates.Config{},
+		interpodaffinity.Name:  interpodaffinity.Config{},
+		podtopologyspread.Name: podtopologyspread.Config{},
+		nodeorder.Name:         nodeorder.Config{},
+		proportion.Name:        proportion.Config{},
+		drf.Name:               drf.Config{},
+		priority.Name:          nil,
+		gang.Name:              nil,
+		volumes.Name:           nil,
 	}
 	if got, want := slices.Sorted(maps.Keys(configs)), slices.Sorted(maps.Keys(config.Plugins)); !slices.Equal(got, want) {
 		t.Fatalf("this test knows the plugins %v, the scheduler registers %v", got, want)

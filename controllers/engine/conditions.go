@@ -85,3 +85,30 @@ func IsConditionTrue(status *kubeflowv1.JobStatus, ctype kubeflowv1.JobCondition
 func IsFinished(status *kubeflowv1.JobStatus) bool {
 	return IsConditionTrue(status, ConditionSucceeded) || IsConditionTrue(status, ConditionFailed)
 }
+
+// stateOf is the job's state in one word (status.state): the first true
+// condition of Failed, Succeeded, Suspended, Restarting and Running; else
+// GangPending while GangScheduled is false; else Created once created.
+func stateOf(status *kubeflowv1.JobStatus) kubeflowv1.JobState {
+	for _, s := range []struct {
+		ctype kubeflowv1.JobConditionType
+		state kubeflowv1.JobState
+	}{
+		{ConditionFailed, kubeflowv1.JobStateFailed},
+		{ConditionSucceeded, kubeflowv1.JobStateSucceeded},
+		{ConditionSuspended, kubeflowv1.JobStateSuspended},
+		{ConditionRestarting, kubeflowv1.JobStateRestarting},
+		{ConditionRunning, kubeflowv1.JobStateRunning},
+	} {
+		if c := findCondition(status, s.ctype); c != nil && c.Status == corev1.ConditionTrue {
+			return s.state
+		}
+	}
+	if c := findCondition(status, ConditionGangScheduled); c != nil && c.Status == corev1.ConditionFalse {
+		return kubeflowv1.JobStateGangPending
+	}
+	if c := findCondition(status, ConditionCreated); c != nil && c.Status == corev1.ConditionTrue {
+		return kubeflowv1.JobStateCreated
+	}
+	return ""
+}

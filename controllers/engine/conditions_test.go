@@ -89,3 +89,64 @@ func TestSetConditionTimes(t *testing.T) {
 		t.Errorf("transition time did not move on a status change: %v", c.LastTransitionTime)
 	}
 }
+
+func TestStateOf(t *testing.T) {
+	type cond struct {
+		ctype  kubeflowv1.JobConditionType
+		status corev1.ConditionStatus
+	}
+	cases := []struct {
+		name  string
+		conds []cond
+		want  kubeflowv1.JobState
+	}{
+		{name: "nothing yet", want: ""},
+		{name: "created", conds: []cond{{ConditionCreated, corev1.ConditionTrue}}, want: kubeflowv1.JobStateCreated},
+		{
+			name:  "a gang not placed is pending, though GangScheduled is the last condition",
+			conds: []cond{{ConditionCreated, corev1.ConditionTrue}, {ConditionGangScheduled, corev1.ConditionFalse}},
+			want:  kubeflowv1.JobStateGangPending,
+		},
+		{
+			name:  "running",
+			conds: []cond{{ConditionCreated, corev1.ConditionTrue}, {ConditionGangScheduled, corev1.ConditionTrue}, {ConditionRunning, corev1.ConditionTrue}},
+			want:  kubeflowv1.JobStateRunning,
+		},
+		{
+			name:  "running with a member lost: still running",
+			conds: []cond{{ConditionCreated, corev1.ConditionTrue}, {ConditionRunning, corev1.ConditionTrue}, {ConditionGangScheduled, corev1.ConditionFalse}},
+			want:  kubeflowv1.JobStateRunning,
+		},
+		{
+			name:  "restarting",
+			conds: []cond{{ConditionCreated, corev1.ConditionTrue}, {ConditionRunning, corev1.ConditionFalse}, {ConditionRestarting, corev1.ConditionTrue}},
+			want:  kubeflowv1.JobStateRestarting,
+		},
+		{
+			name:  "suspended",
+			conds: []cond{{ConditionCreated, corev1.ConditionTrue}, {ConditionSuspended, corev1.ConditionTrue}},
+			want:  kubeflowv1.JobStateSuspended,
+		},
+		{
+			name:  "failed wins over everything",
+			conds: []cond{{ConditionRunning, corev1.ConditionTrue}, {ConditionFailed, corev1.ConditionTrue}, {ConditionSucceeded, corev1.ConditionTrue}},
+			want:  kubeflowv1.JobStateFailed,
+		},
+		{
+			name:  "succeeded",
+			conds: []cond{{ConditionCreated, corev1.ConditionTrue}, {ConditionSucceeded, corev1.ConditionTrue}, {ConditionGangScheduled, corev1.ConditionFalse}},
+			want:  kubeflowv1.JobStateSucceeded,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &kubeflowv1.JobStatus{}
+			for _, c := range tc.conds {
+				st.Conditions = append(st.Conditions, kubeflowv1.JobCondition{Type: c.ctype, Status: c.status})
+			}
+			if got := stateOf(st); got != tc.want {
+				t.Errorf("stateOf = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

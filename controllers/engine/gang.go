@@ -35,6 +35,13 @@ const (
 	// ReasonCustomSchedulerName: a replica chose a scheduler other than
 	// the backend's; its pods keep it.
 	ReasonCustomSchedulerName = "CustomSchedulerName"
+	// ReasonTopologyUnsupported: the gang backend cannot keep a required
+	// rule of runPolicy.gangPolicy.topology; no pod is created. It is the
+	// GangScheduled reason of such a job even when gang scheduling is off.
+	ReasonTopologyUnsupported = "TopologyUnsupported"
+	// ReasonTopologyIgnored (an event): the backend cannot keep a
+	// preferred rule; the gang runs without it.
+	ReasonTopologyIgnored = "TopologyIgnored"
 )
 
 // gangSpec is the PodGroup contents of a job, from its replicas in the
@@ -57,6 +64,12 @@ func gangSpec(fw Framework, job Job) integrations.GangSpec {
 			Queue:                  sp.Queue,
 			PriorityClass:          sp.PriorityClass,
 			ScheduleTimeoutSeconds: sp.ScheduleTimeoutSeconds,
+		}
+	}
+	if gp := job.GetRunPolicy().GangPolicy; gp != nil && gp.Topology != nil {
+		policy.Topology = &gp.Topology.TopologyPolicy
+		for _, rtype := range gp.Topology.ReplicaTypes {
+			policy.TopologyRoles = append(policy.TopologyRoles, integrations.RoleOf(string(rtype)))
 		}
 	}
 	return integrations.ComputeGangSpec(replicas, policy)
@@ -88,16 +101,29 @@ func (r *Reconciler) syncGang(ctx context.Context, s *scope) (bool, error) {
 	if err := r.deleteGang(ctx, s, backend); err != nil {
 		return false, err
 	}
+	spec := gangSpec(r.fw, s.job)
+	if r.refuseTopology(s, backend, spec.Topology, slices.ContainsFunc(s.pods, isLive)) {
+		return false, nil
+	}
 	if backend == nil {
 		return true, nil
 	}
 	r.warnCustomSchedulerNames(s, backend)
-	spec := gangSpec(r.fw, s.job)
 	state, err := backend.SyncPodGroup(ctx, r.client, s.job, *controllerRef(r.fw, s.job), spec)
-	if err != nil {
+	var wait *integrations.WaitError
+	switch {
+	case errors.As(err, &wait):
+		// The PodGroup cannot be written yet: the gang is pending, and the
+		// job says why.
+		state = integrations.GangState{Unschedulable: wait.Message}
+		s.requeueAt(wait.RetryAfter)
+	case err != nil:
 		return false, fmt.Errorf("sync PodGroup: %w", err)
 	}
-	hold := !state.Admitted && r.waitForAdmission && !slices.ContainsFunc(s.pods, isLive)
+	// A PodGroup not written yet holds the pods even with
+	// --wait-for-podgroup-admission=false: they would go to the backend's
+	// scheduler with no gang.
+	hold := !state.Admitted && (r.waitForAdmission || wait != nil) && !slices.ContainsFunc(s.pods, isLive)
 	r.setGangScheduled(s, backend, state, spec.MinMember, hold)
 	return !hold, nil
 }
@@ -199,13 +225,69 @@ func (r *Reconciler) warnCustomSchedulerNames(s *scope, backend integrations.Bac
 	if len(odd) == 0 {
 		return
 	}
-	if uid, warned := r.warned.Load(s.key); warned && uid == s.job.GetUID() {
-		return
-	}
-	r.warned.Store(s.key, s.job.GetUID())
-	r.event(s.job, corev1.EventTypeWarning, ReasonCustomSchedulerName, fmt.Sprintf(
+	r.warnOnce(s, ReasonCustomSchedulerName, fmt.Sprintf(
 		"%s, not %s's %s: they are gang-scheduled only if that scheduler honours the %s PodGroup.",
 		strings.Join(odd, "; "), backend.Name(), backend.SchedulerName(), backend.Name()))
+}
+
+// onceReasons are the warnings given once per job, not once per pass.
+var onceReasons = []string{ReasonCustomSchedulerName, ReasonTopologyIgnored, ReasonTopologyUnsupported}
+
+type warningKey struct{ job, reason string }
+
+// warnOnce gives a Warning event of reason once per job (per UID, so a job
+// deleted and created again under its name is warned again).
+func (r *Reconciler) warnOnce(s *scope, reason, msg string) {
+	key := warningKey{job: s.key, reason: reason}
+	if uid, warned := r.warned.Load(key); warned && uid == s.job.GetUID() {
+		return
+	}
+	r.warned.Store(key, s.job.GetUID())
+	r.event(s.job, corev1.EventTypeWarning, reason, msg)
+}
+
+// forgetWarnings drops what warnOnce remembers of a deleted job.
+func (r *Reconciler) forgetWarnings(job string) {
+	for _, reason := range onceReasons {
+		r.warned.Delete(warningKey{job: job, reason: reason})
+	}
+}
+
+// refuseTopology holds back a job whose gang backend (nil: gang
+// scheduling off) cannot keep a required rule of its topology policy: the
+// job runs by the rule or not at all, and GangScheduled says why and what
+// would keep it. It reports whether it refused. A job with live pods (its
+// backend changed under it) is not stopped: nothing running is lost, and
+// the refusal is a warning, once. Preferred rules the backend cannot keep
+// are a warning, given once per job: the gang runs without them, as a
+// preference allows.
+func (r *Reconciler) refuseTopology(s *scope, backend integrations.Backend, t *integrations.GangTopology, live bool) bool {
+	required, preferred := integrations.UnkeptTopology(backend, t)
+	name := integrations.None
+	if backend != nil {
+		name = backend.Name()
+	}
+	if len(preferred) > 0 {
+		r.warnOnce(s, ReasonTopologyIgnored, integrations.DescribeUnkept(name, preferred)+
+			"; these preferred rules are not kept: the gang is placed as if they were not there (see docs/topology.md).")
+	}
+	if len(required) == 0 {
+		return false
+	}
+	how := fmt.Sprintf("The troupe backend keeps every rule: choose it with the annotation %s=troupe (or --gang-scheduler-name), or make the rules preferred (see docs/topology.md).",
+		integrations.GangSchedulerAnnotation)
+	if live {
+		r.warnOnce(s, ReasonTopologyUnsupported, integrations.DescribeUnkept(name, required)+
+			", and the rules are required: the job's running pods are kept, but nothing places them by the rules. "+how)
+		return false
+	}
+	msg := integrations.DescribeUnkept(name, required) + ", and the rules are required: no pod is created. " + how
+	old := findCondition(s.status(), ConditionGangScheduled)
+	if old == nil || old.Reason != ReasonTopologyUnsupported || old.Message != msg {
+		r.event(s.job, corev1.EventTypeWarning, ReasonTopologyUnsupported, msg)
+	}
+	setCondition(s.status(), ConditionGangScheduled, corev1.ConditionFalse, ReasonTopologyUnsupported, msg, s.now)
+	return true
 }
 
 // deleteGang removes the job's PodGroups of every backend but keep (nil:

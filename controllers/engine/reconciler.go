@@ -37,9 +37,9 @@ type Reconciler struct {
 	// waitForAdmission holds a gang's pods back until its backend admits
 	// the gang.
 	waitForAdmission bool
-	// warned maps a job's key to the UID of the job that got the
-	// CustomSchedulerName warning, so it is given once per job, not per
-	// pass.
+	// warned maps a job's key and a warning's reason to the UID of the
+	// job that got it, so that such warnings are given once per job, not
+	// per pass.
 	warned sync.Map
 	expect *expectations
 	clock  clock.PassiveClock
@@ -159,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expect.forget(req.String())
-			r.warned.Delete(req.String())
+			r.forgetWarnings(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -325,6 +325,9 @@ func (r *Reconciler) failJob(s *scope, reason, msg string) {
 // with the resourceVersion the pass read: a pass that worked from a stale
 // job is retried rather than allowed to overwrite newer counts.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if !s.deleted {
+		s.status().State = stateOf(s.status())
+	}
 	if s.deleted || apiequality.Semantic.DeepEqual(s.original.GetJobStatus(), s.job.GetJobStatus()) {
 		return nil
 	}

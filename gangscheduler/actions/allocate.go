@@ -87,6 +87,24 @@ func (a *Allocate) Execute(ssn *framework.Session) {
 	}
 }
 
+// allocateTopologyJob places a gang with a topology policy: every pending
+// task, the covered ones by the topology search, all or nothing.
+func (a *Allocate) allocateTopologyJob(ssn *framework.Session, queue *api.QueueInfo, job *api.JobInfo, tasks []*api.TaskInfo) {
+	pl := placeWithTopology(ssn, queue, job, tasks)
+	if pl.stmt == nil {
+		ssn.RecordUnschedulable(job.UID, pl.reason, pl.message)
+		return
+	}
+	if ssn.JobReady(job) {
+		pl.stmt.Commit()
+		ssn.RecordTopology(job.UID, pl.outcome)
+		return
+	}
+	pl.stmt.Discard()
+	ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources,
+		fmt.Sprintf("gang not ready with its %d pending pods placed (minMember %d): nothing bound", len(tasks), job.MinMember))
+}
+
 // partialFirst returns the partial gangs with pending members, in job
 // order: those allocate tries before any other.
 func partialFirst(ssn *framework.Session) []*api.JobInfo {
@@ -105,6 +123,10 @@ func partialFirst(ssn *framework.Session) []*api.JobInfo {
 func (a *Allocate) allocateJob(ssn *framework.Session, refused *refusals, queue *api.QueueInfo, job *api.JobInfo) {
 	tasks := job.PendingTasks()
 	slices.SortStableFunc(tasks, ssn.TaskCompare)
+	if job.Topology != nil {
+		a.allocateTopologyJob(ssn, queue, job, tasks)
+		return
+	}
 	if msg, ok := refused.lookup(queue.Name, job, tasks); ok {
 		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, msg)
 		return

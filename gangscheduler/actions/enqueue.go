@@ -119,6 +119,10 @@ func (p *enqueuePass) consider(job *api.JobInfo) {
 		return
 	}
 
+	if job.Topology != nil {
+		p.considerTopology(job, tasks, need)
+		return
+	}
 	if msg, ok := p.refused.lookup(job.Queue, job, tasks); ok {
 		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, msg)
 		return
@@ -148,10 +152,32 @@ func (p *enqueuePass) consider(job *api.JobInfo) {
 		refuse(nil, "", fmt.Sprintf("the gang is not ready with its %d minimal pods placed", len(tasks)))
 		return
 	}
-	ssn.Admit(job)
+	p.admit(job, stmt, need)
+}
+
+// admit admits job and holds its trial placement until the pass ends.
+func (p *enqueuePass) admit(job *api.JobInfo, stmt *framework.Statement, need api.Resource) {
+	p.ssn.Admit(job)
 	p.hold(stmt)
 	p.heldJobs = append(p.heldJobs, job)
 	p.heldNeeds = append(p.heldNeeds, need)
+}
+
+// considerTopology admits a gang with a topology policy when its minimal
+// gang can be placed by the policy (placeWithTopology).
+func (p *enqueuePass) considerTopology(job *api.JobInfo, tasks []*api.TaskInfo, need api.Resource) {
+	ssn := p.ssn
+	pl := placeWithTopology(ssn, nil, job, tasks)
+	if pl.stmt == nil {
+		ssn.RecordUnschedulable(job.UID, pl.reason, pl.message)
+		return
+	}
+	if !ssn.JobReady(job) {
+		pl.stmt.Discard()
+		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, fmt.Sprintf("the gang is not ready with its %d minimal pods placed", len(tasks)))
+		return
+	}
+	p.admit(job, pl.stmt, need)
 }
 
 // considerPodless admits a job without pods on minResources alone.

@@ -19,10 +19,11 @@ import (
 // cluster is a test's input, kept as plain objects so the checks below can
 // recompute everything from it without trusting the scheduler's accounting.
 type cluster struct {
-	nodes  []*corev1.Node
-	pods   []*corev1.Pod
-	jobs   []*api.JobInfo
-	queues []*api.QueueInfo
+	nodes      []*corev1.Node
+	pods       []*corev1.Pod
+	jobs       []*api.JobInfo
+	queues     []*api.QueueInfo
+	topologies []*api.TopologyInfo
 }
 
 // schedule runs one allocate session with the default plugins on a fresh

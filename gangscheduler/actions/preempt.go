@@ -54,6 +54,16 @@ import (
 // count the same room); then the placements are discarded and the
 // evictions committed. If it does not fit, nothing of the trial remains.
 //
+// A gang whose topology policy requires its members in one domain of a
+// level (a required pack, at the finest such level) preempts in one
+// domain: the trial runs per domain of that level, with the victims that
+// hold a node there, and the cheapest domain wins (the lowest highest
+// victim priority, then the fewest pods, then the fewest gangs; the
+// tree's order on a tie). So it frees one rack rather than victims
+// scattered over several, and the rack that costs least. That is a trial
+// per domain with victims: preemption of such gangs costs more scheduler
+// time on a cluster of many racks.
+//
 // Pods already being deleted (Releasing) are counted as gone for the
 // trials: a preemptor that fits once they leave evicts nothing more and
 // holds its room. So a cycle that runs while earlier victims terminate
@@ -139,11 +149,94 @@ func (p *preemptPass) preemptFor(job *api.JobInfo) {
 		p.held = append(p.held, pl) // it fits already (or once terminating pods leave)
 		return
 	}
-	victims := p.victims(job)
 	reason := fmt.Sprintf("Preempted by gang %s", job.UID)
+	var chosen []*api.JobInfo
+	fits := false
+	for _, victims := range p.victimSets(job) {
+		if c, ok := p.choose(job, tasks, victims, reason); ok && (!fits || cheaper(c, chosen)) {
+			chosen, fits = c, true
+		}
+	}
+	if !fits {
+		return
+	}
+	ev, pl, ok := p.trial(job, tasks, chosen, reason)
+	if !ok {
+		return // cannot happen: the same trial fitted in choose
+	}
+	p.held = append(p.held, pl)
+	p.evictions = append(p.evictions, ev)
+}
 
-	// Greedy: one more victim until the gang fits.
-	ev := ssn.Statement()
+// victimSets are the lists of gangs job may preempt, each in the order
+// they are taken: one list of every victim; or, for a gang whose topology
+// policy requires it in one domain of a level (a required pack), one list
+// per domain of that level, of the victims that hold a node there, so
+// that the gang frees one domain rather than victims scattered over many.
+func (p *preemptPass) victimSets(job *api.JobInfo) [][]*api.JobInfo {
+	all := p.victims(job)
+	tree, lv := p.packedLevel(job)
+	if tree == nil {
+		return [][]*api.JobInfo{all}
+	}
+	byDomain := map[*api.Domain][]*api.JobInfo{}
+	var domains []*api.Domain
+	for _, v := range all {
+		seen := map[*api.Domain]bool{}
+		for _, t := range v.Tasks {
+			if t.Status != api.Bound && t.Status != api.Running {
+				continue
+			}
+			d := tree.Leaf[p.ssn.Nodes[t.NodeName].Index]
+			for d != nil && d.Level > lv {
+				d = d.Parent
+			}
+			if d == nil || d.Level != lv || seen[d] {
+				continue
+			}
+			seen[d] = true
+			if _, ok := byDomain[d]; !ok {
+				domains = append(domains, d)
+			}
+			byDomain[d] = append(byDomain[d], v)
+		}
+	}
+	out := make([][]*api.JobInfo, len(domains))
+	for i, d := range domains {
+		out[i] = byDomain[d]
+	}
+	return out
+}
+
+// packedLevel returns the tree of job's topology and the finest of its
+// levels whose rule requires every covered member in one domain; nil when
+// there is none.
+func (p *preemptPass) packedLevel(job *api.JobInfo) (*api.TopologyTree, int) {
+	if job.Topology == nil {
+		return nil, -1
+	}
+	topo := p.ssn.Topologies[job.Topology.Topology]
+	if topo == nil {
+		return nil, -1
+	}
+	lv := -1
+	for _, r := range job.Topology.Rules {
+		if r.Required && r.Kind == api.RulePack && r.Max == 0 {
+			lv = max(lv, topo.Level(r.Level))
+		}
+	}
+	if lv < 0 {
+		return nil, -1
+	}
+	return p.ssn.TopologyTree(topo), lv
+}
+
+// choose takes victims, in order, until the gang fits, then spares every
+// one it fits without, the most important first: an early, cheap victim
+// may have freed room the gang cannot use (another node pool, say). It
+// leaves no trace in the session.
+func (p *preemptPass) choose(job *api.JobInfo, tasks []*api.TaskInfo, victims []*api.JobInfo, reason string) ([]*api.JobInfo, bool) {
+	ev := p.ssn.Statement()
 	n, fits := 0, false
 	for n < len(victims) && !fits {
 		evictGang(ev, victims[n], reason)
@@ -155,11 +248,8 @@ func (p *preemptPass) preemptFor(job *api.JobInfo) {
 	}
 	ev.Discard()
 	if !fits {
-		return
+		return nil, false
 	}
-	// Reprieve: an early, cheap victim may have freed room the gang cannot
-	// use (another node pool, say). Spare every victim it fits without,
-	// the most important first.
 	chosen := victims[:n]
 	for i := len(chosen) - 2; i >= 0; i-- {
 		without := slices.Delete(slices.Clone(chosen), i, i+1)
@@ -169,12 +259,37 @@ func (p *preemptPass) preemptFor(job *api.JobInfo) {
 			chosen = without
 		}
 	}
-	ev, pl, ok := p.trial(job, tasks, chosen, reason)
-	if !ok {
-		return // cannot happen: the same trial fitted above
+	return chosen, true
+}
+
+// cheaper reports whether evicting a costs less than evicting b: a lower
+// highest priority among the victims, then fewer pods, then fewer gangs.
+func cheaper(a, b []*api.JobInfo) bool {
+	top := func(vs []*api.JobInfo) int32 {
+		hi := vs[0].Priority
+		for _, v := range vs {
+			hi = max(hi, v.Priority)
+		}
+		return hi
 	}
-	p.held = append(p.held, pl)
-	p.evictions = append(p.evictions, ev)
+	pods := func(vs []*api.JobInfo) int {
+		n := 0
+		for _, v := range vs {
+			for _, t := range v.Tasks {
+				if t.Status == api.Bound || t.Status == api.Running {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	if c := cmp.Compare(top(a), top(b)); c != 0 {
+		return c < 0
+	}
+	if c := cmp.Compare(pods(a), pods(b)); c != 0 {
+		return c < 0
+	}
+	return len(a) < len(b)
 }
 
 // trial evicts victims and places the gang; on failure it leaves no trace.
@@ -195,6 +310,17 @@ func (p *preemptPass) trial(job *api.JobInfo, tasks []*api.TaskInfo, victims []*
 func (p *preemptPass) place(job *api.JobInfo, tasks []*api.TaskInfo) (*framework.Statement, bool) {
 	ssn := p.ssn
 	queue := ssn.Queues[job.Queue]
+	if job.Topology != nil {
+		pl := placeWithTopology(ssn, queue, job, tasks)
+		if pl.stmt == nil {
+			return nil, false
+		}
+		if !ssn.JobReady(job) {
+			pl.stmt.Discard()
+			return nil, false
+		}
+		return pl.stmt, true
+	}
 	stmt := ssn.Statement()
 	for _, task := range tasks {
 		if !ssn.Allocatable(queue, task) {

@@ -58,11 +58,22 @@ func TestPreempt(t *testing.T) {
 	job := func(name string, prio int32, age int, phase api.JobPhase, min int32) *api.JobInfo {
 		return withPhase(st.MakeJob("ns", name).Priority(prio).MinMember(min).Created(t0.Add(time.Duration(age)*time.Minute)).Obj(), phase)
 	}
+	// racks are two racks of two nodes of 4 GPUs, r<rack>-h<host>.
+	var racks []*corev1.Node
+	for _, n := range []string{"r0-h0", "r0-h1", "r1-h0", "r1-h1"} {
+		racks = append(racks, st.MakeNode(n).Capacity("16", "64Gi", 4).Label("example.com/rack", n[:2]).Obj())
+	}
+	fabric := &api.TopologyInfo{Name: "fabric", Levels: []api.TopologyLevel{{Name: "rack", NodeLabel: "example.com/rack"}}}
+	inOneRack := func(j *api.JobInfo) *api.JobInfo {
+		j.Topology = &api.TopologyPolicy{Topology: "fabric", Rules: []api.LevelRule{{Level: "rack", Kind: api.RulePack, Required: true}}}
+		return j
+	}
 	tests := []struct {
-		name  string
-		nodes []*corev1.Node
-		pods  []*corev1.Pod
-		jobs  []*api.JobInfo
+		name       string
+		nodes      []*corev1.Node
+		topologies []*api.TopologyInfo
+		pods       []*corev1.Pod
+		jobs       []*api.JobInfo
 		// want maps each victim to every pod name it must lose.
 		want map[api.JobID][]string
 		// noShare runs without the queue-share plugins, so that only the
@@ -200,6 +211,23 @@ func TestPreempt(t *testing.T) {
 		// gpu-2 and one victim's node would hold the gang; the queue's 8
 		// GPUs would not.
 		want: map[api.JobID][]string{"ns/low-a": {"low-a-0"}, "ns/low-b": {"low-b-0"}},
+	}, {
+		// Taken in order, victims b and a go first, then c frees rack r0:
+		// five pods. Rack r1 costs b and d, of the same priorities: two.
+		name:       "a gang required in one rack frees the rack that costs least, not the first victims' racks",
+		nodes:      racks,
+		topologies: []*api.TopologyInfo{fabric},
+		pods: slices.Concat(
+			runningGang("a", 4, "r0-h0"), runningGang("b", 4, "r1-h0"),
+			runningGang("c", 1, "r0-h1", "r0-h1", "r0-h1", "r0-h1"), runningGang("d", 4, "r1-h1"),
+			gpuGang("high", 2, 4),
+		),
+		jobs: []*api.JobInfo{
+			job("a", 1, 0, api.JobRunning, 1), job("b", 1, 1, api.JobRunning, 1),
+			job("c", 2, 3, api.JobRunning, 4), job("d", 2, 2, api.JobRunning, 1),
+			inOneRack(job("high", 10, 5, api.JobPending, 2)),
+		},
+		want: map[api.JobID][]string{"ns/b": {"b-0"}, "ns/d": {"d-0"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,7 +235,7 @@ func TestPreempt(t *testing.T) {
 			if tt.capacity > 0 {
 				def.Capability = api.Resource{Scalars: map[corev1.ResourceName]int64{st.GPU: tt.capacity}}
 			}
-			c := cluster{nodes: tt.nodes, pods: tt.pods, jobs: tt.jobs, queues: []*api.QueueInfo{def, st.MakeQueue("research")}}
+			c := cluster{nodes: tt.nodes, pods: tt.pods, jobs: tt.jobs, queues: []*api.QueueInfo{def, st.MakeQueue("research")}, topologies: tt.topologies}
 			preemptor := cmp.Or(tt.preemptor, "ns/high")
 			plugs := plugins.WithQueueShare()
 			if tt.noShare {

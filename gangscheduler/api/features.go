@@ -29,6 +29,42 @@ const (
 	FeatureResourceClaims PodFeature = "spec.resourceClaims"
 )
 
+// Inline in-tree volumes that kube-scheduler places with rules of their
+// own (VolumeRestrictions' disk conflicts: one read-write user of a GCE
+// PD, EBS volume, RBD image or iSCSI target; NodeVolumeLimits counts the
+// migratable ones against their CSI driver's attach limit). No plugin
+// honours them: a pod that mounts such a disk inline is refused rather
+// than placed against those rules. The same disk through a
+// PersistentVolume is honoured by the volumes plugin.
+const (
+	FeatureGCEPersistentDisk    PodFeature = "spec.volumes[].gcePersistentDisk"
+	FeatureAWSElasticBlockStore PodFeature = "spec.volumes[].awsElasticBlockStore"
+	FeatureRBD                  PodFeature = "spec.volumes[].rbd"
+	FeatureISCSI                PodFeature = "spec.volumes[].iscsi"
+	FeatureAzureDisk            PodFeature = "spec.volumes[].azureDisk"
+	FeatureAzureFile            PodFeature = "spec.volumes[].azureFile"
+	FeatureCinder               PodFeature = "spec.volumes[].cinder"
+	FeatureVsphereVolume        PodFeature = "spec.volumes[].vsphereVolume"
+	FeaturePortworxVolume       PodFeature = "spec.volumes[].portworxVolume"
+)
+
+// inlineDisks maps each inline disk feature to whether a volume is one,
+// in a fixed order.
+var inlineDisks = []struct {
+	feature PodFeature
+	is      func(*corev1.VolumeSource) bool
+}{
+	{FeatureGCEPersistentDisk, func(v *corev1.VolumeSource) bool { return v.GCEPersistentDisk != nil }},
+	{FeatureAWSElasticBlockStore, func(v *corev1.VolumeSource) bool { return v.AWSElasticBlockStore != nil }},
+	{FeatureRBD, func(v *corev1.VolumeSource) bool { return v.RBD != nil }},
+	{FeatureISCSI, func(v *corev1.VolumeSource) bool { return v.ISCSI != nil }},
+	{FeatureAzureDisk, func(v *corev1.VolumeSource) bool { return v.AzureDisk != nil }},
+	{FeatureAzureFile, func(v *corev1.VolumeSource) bool { return v.AzureFile != nil }},
+	{FeatureCinder, func(v *corev1.VolumeSource) bool { return v.Cinder != nil }},
+	{FeatureVsphereVolume, func(v *corev1.VolumeSource) bool { return v.VsphereVolume != nil }},
+	{FeaturePortworxVolume, func(v *corev1.VolumeSource) bool { return v.PortworxVolume != nil }},
+}
+
 // podFeatures lists the features pod uses, in a fixed order.
 func podFeatures(pod *corev1.Pod) []PodFeature {
 	var out []PodFeature
@@ -56,6 +92,14 @@ func podFeatures(pod *corev1.Pod) []PodFeature {
 	}
 	if ephemeral {
 		out = append(out, FeatureEphemeralVolume)
+	}
+	for _, d := range inlineDisks {
+		for i := range pod.Spec.Volumes {
+			if d.is(&pod.Spec.Volumes[i].VolumeSource) {
+				out = append(out, d.feature)
+				break
+			}
+		}
 	}
 	if len(pod.Spec.ResourceClaims) > 0 {
 		out = append(out, FeatureResourceClaims)

@@ -44,6 +44,9 @@ type JobInfo struct {
 	// expires, so that a gang reclaimed for such a refusal is placed whole
 	// elsewhere rather than on the same node again. Nil for none.
 	RefusedNodes map[string]bool
+	// Topology is the gang's topology policy (PodGroup spec.topology);
+	// nil for none.
+	Topology *TopologyPolicy
 
 	Tasks map[TaskID]*TaskInfo
 }

@@ -2,6 +2,8 @@ package api
 
 import (
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +53,32 @@ func indexLabel(nodes []*NodeInfo, key string) *LabelIndex {
 type labelIndexes struct {
 	mu    sync.Mutex
 	byKey map[string]*LabelIndex
+	// trees are the topology trees built from these indexes, by their
+	// levels' label keys joined; each lives as long as its keys' indexes.
+	trees map[string]*treeEntry
+}
+
+type treeEntry struct {
+	keys []string
+	tree *TopologyTree
+}
+
+func (l *labelIndexes) tree(keys []string, build func() *TopologyTree) *TopologyTree {
+	id := strings.Join(keys, "\x00")
+	l.mu.Lock()
+	if e, ok := l.trees[id]; ok {
+		l.mu.Unlock()
+		return e.tree
+	}
+	l.mu.Unlock()
+	t := build() // reads the indexes through get, which locks
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.trees == nil {
+		l.trees = map[string]*treeEntry{}
+	}
+	l.trees[id] = &treeEntry{keys: keys, tree: t}
+	return t
 }
 
 func (l *labelIndexes) get(key string, build func() *LabelIndex) *LabelIndex {
@@ -81,9 +109,14 @@ func (l *labelIndexes) without(old, new *corev1.Node) *labelIndexes {
 			continue
 		}
 		if kept == nil {
-			kept = &labelIndexes{byKey: maps.Clone(l.byKey)}
+			kept = &labelIndexes{byKey: maps.Clone(l.byKey), trees: maps.Clone(l.trees)}
 		}
 		delete(kept.byKey, key)
+		for id, e := range kept.trees {
+			if slices.Contains(e.keys, key) {
+				delete(kept.trees, id)
+			}
+		}
 	}
 	if kept == nil {
 		return l

@@ -60,8 +60,13 @@ func NewResource(rl corev1.ResourceList) Resource {
 //
 // Extended resources given only as limits are copied to requests by the API
 // server's defaulting, so every pod read from the API has them in requests.
+//
+// A running pod being resized in place holds the larger of what its spec
+// asks, what the kubelet allocated and what it runs with, until the resize
+// is done (UseStatusResources, as kube-scheduler counts it since in-place
+// resize became GA): counting the smaller spec would over-commit the node.
 func PodRequests(pod *corev1.Pod) Resource {
-	r := NewResource(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	r := NewResource(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true}))
 	r.Pods = 1
 	return r
 }

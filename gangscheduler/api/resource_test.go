@@ -59,6 +59,18 @@ func TestPodRequests(t *testing.T) {
 		pod:  st.MakePod("ns", "p").Req("1", "1Gi").Overhead(rl("cpu", "250m", "memory", "64Mi")).Obj(),
 		want: api.Resource{MilliCPU: 1250, Memory: 1<<30 + 64<<20, Pods: 1},
 	}, {
+		// Resized in place from 3 CPUs to 1: until the kubelet has applied
+		// it, the pod still runs with 3, and holds them.
+		name: "a pod resized down holds what it runs with",
+		pod: func() *corev1.Pod {
+			p := st.MakePod("ns", "p").Req("1", "").Node("n1").Phase(corev1.PodRunning).Obj()
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{
+				Name: "main", Resources: &corev1.ResourceRequirements{Requests: rl("cpu", "3")},
+			}}
+			return p
+		}(),
+		want: api.Resource{MilliCPU: 3000, Pods: 1},
+	}, {
 		name: "gpu request",
 		pod:  st.MakePod("ns", "p").Req("2", "").GPU(2).Obj(),
 		want: api.Resource{MilliCPU: 2000, Pods: 1, Scalars: map[corev1.ResourceName]int64{st.GPU: 2}},

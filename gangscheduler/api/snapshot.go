@@ -48,6 +48,11 @@ type Snapshot struct {
 	// Namespaces are the labels of each namespace, by name: what a pod
 	// affinity term's namespaceSelector reads.
 	Namespaces map[string]labels.Set
+	// Topologies are the cluster's Topology objects, by name.
+	Topologies map[string]*TopologyInfo
+	// storage reads the claims, volumes, classes and CSINodes, once each
+	// (PersistentVolumeClaim and the other lookups); nil for none.
+	storage *storageView
 	// Now is the time the decisions are made at: what time-dependent rules
 	// (the partial-gang grace period) compare against, so that a session
 	// stays a function of its snapshot. The scheduler sets it when the
@@ -121,6 +126,11 @@ type Cluster struct {
 	Queues []*QueueInfo
 	// Namespaces are every namespace, for their labels.
 	Namespaces []*corev1.Namespace
+	// Topologies are the Topology objects.
+	Topologies []*TopologyInfo
+	// Storage looks up the claims, volumes, StorageClasses and CSINodes
+	// that the snapshot's pods use; nil means there are none.
+	Storage StorageSource
 	// JobOf may be nil: then no pod belongs to a gang.
 	JobOf JobOfFunc
 	// Memo, if not nil, carries what NewSnapshot derives from Nodes alone
@@ -160,6 +170,13 @@ func NewSnapshot(c Cluster) (*Snapshot, error) {
 	s.Namespaces = make(map[string]labels.Set, len(c.Namespaces))
 	for _, ns := range c.Namespaces {
 		s.Namespaces[ns.Name] = ns.Labels
+	}
+	s.Topologies = make(map[string]*TopologyInfo, len(c.Topologies))
+	for _, t := range c.Topologies {
+		s.Topologies[t.Name] = t
+	}
+	if c.Storage != nil {
+		s.storage = newStorageView(c.Storage)
 	}
 	s.nodes = c.Memo.arena(set.sorted)
 	s.Nodes, s.NodeList = s.nodes.byName, s.nodes.list

@@ -299,6 +299,31 @@ func TestClassSignature(t *testing.T) {
 			t.Errorf("%s: same class signature as the base pod", name)
 		}
 	}
+	// Claims: the volumes they are bound to decide where a pod may go.
+	claimSig := func(p *corev1.Pod) string { _, s := sig(p); return s }
+	shared := claimSig(base("a").Claim("data", "dataset").Obj())
+	if claimSig(base("b").Claim("data", "dataset").Obj()) != shared {
+		t.Error("two members mounting the same claim are in different classes")
+	}
+	for name, p := range map[string]*corev1.Pod{
+		"no claim":                    base("a").Obj(),
+		"another claim":               base("a").Claim("data", "dataset-1").Obj(),
+		"the claim in a namespace":    st.MakePod("other", "a").Role("worker").Req("1", "1Gi").GPU(2).NodeSelector("pool", "gpu").NodeSelector("zone", "a").Toleration("gpu", corev1.TolerationOpExists, "", corev1.TaintEffectNoSchedule).Claim("data", "dataset").Obj(),
+		"a second claim":              base("a").Claim("data", "dataset").Claim("ckpt", "ckpt").Obj(),
+		"an ephemeral volume":         base("dataset").Ephemeral("data", "local").Obj(),
+		"the claim as p-v, not p's v": base("a").Claim("data", "a-scratch").Obj(),
+	} {
+		if s := claimSig(p); s == shared {
+			t.Errorf("%s: same class as the pod with claim dataset", name)
+		}
+	}
+	if claimSig(base("a").Ephemeral("scratch", "local").Obj()) == claimSig(base("b").Ephemeral("scratch", "local").Obj()) {
+		t.Error("two pods' ephemeral volumes of one name share a class: their claims are <pod>-scratch, each its own")
+	}
+	if claimSig(base("a").Ephemeral("scratch", "local").Obj()) == claimSig(base("a").Claim("scratch", "a-scratch").Obj()) {
+		t.Error("pod a's ephemeral volume scratch and a claim named a-scratch share a class: only one must be the pod's own")
+	}
+
 	if task := api.NewTaskInfo("ns/j", base("bound").Node("n1").Obj()); task.ClassSignature != s0 {
 		t.Error("a bound gang task has another class signature than its pending twin")
 	}

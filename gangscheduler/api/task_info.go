@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/component-helpers/storage/ephemeral"
 )
 
 // TaskInfo is one pod as the scheduler sees it.
@@ -229,18 +230,6 @@ func hostPorts(pod *corev1.Pod) []corev1.ContainerPort {
 	return ports
 }
 
-// classSignature encodes every field of a pod that a predicate may read,
-// but its labels: resource requests (so that "no node fits" holds for the
-// whole class), nodeSelector, affinity, tolerations, host ports, topology
-// spread constraints. Two pods with equal signatures get equal static
-// predicate answers on every node. Fields are written length-prefixed in
-// a fixed order, maps sorted, so the encoding is canonical.
-//
-// Labels are left out on purpose: the operator gives every member its own
-// (the replica index), and with them every pod would be a class of its
-// own. Only the dynamic predicates that match other pods' selectors read
-// them (LabelsHash; see framework.Session.FitKey).
-
 // LabelsHash identifies the pod's labels: predicates that match other
 // pods' selectors against them answer alike for equal hashes. It is
 // computed on first ask: only sessions with such predicates need it.
@@ -250,6 +239,31 @@ func (t *TaskInfo) LabelsHash() uint64 {
 	}
 	return t.labelsHash
 }
+
+// classSignature encodes every field of a pod that a predicate may read,
+// but its labels: resource requests (so that "no node fits" holds for the
+// whole class), nodeSelector, affinity, tolerations, host ports, topology
+// spread constraints, and the claims of its volumes. Two pods with equal
+// signatures get equal static predicate answers on every node. Fields are
+// written length-prefixed in a fixed order, maps sorted, so the encoding
+// is canonical.
+//
+// Labels are left out on purpose: the operator gives every member its own
+// (the replica index), and with them every pod would be a class of its
+// own. Only the dynamic predicates that match other pods' selectors read
+// them (LabelsHash; see framework.Session.FitKey).
+//
+// Claims are in because where a pod may go depends on which volumes its
+// claims are bound to (a local volume pins it to one node), so members of
+// one role with a claim each (a StatefulSet-like volume per replica) are
+// classes of their own; members that share a claim, or have none, still
+// share a class. They are written as the claims' names, with the
+// namespace, which claim names are relative to: two gangs with a claim
+// "data" each in two namespaces must not share an answer (the refusal of
+// one gang's shape stands for the other's, see actions.refusals). A
+// generic ephemeral volume's claim is named after the pod and the volume
+// (ephemeral.VolumeClaimName), so a pod with one is a class of its own:
+// each member's claim is bound to its own volume.
 func classSignature(pod *corev1.Pod, req *Resource, ports []corev1.ContainerPort) string {
 	var e sigEncoder
 	e.int(req.MilliCPU)
@@ -310,6 +324,30 @@ func classSignature(pod *corev1.Pod, req *Resource, ports []corev1.ContainerPort
 		e.str(string(c))
 	} else {
 		e.str("")
+	}
+
+	// The kind is written too: the rules for a generic ephemeral volume's
+	// claim differ (it must be the pod's own), and pod "p"'s ephemeral
+	// volume "v" has the claim name of a persistentVolumeClaim "p-v".
+	n := 0
+	for i := range pod.Spec.Volumes {
+		if v := &pod.Spec.Volumes[i]; v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			n++
+		}
+	}
+	e.int(int64(n))
+	if n > 0 {
+		e.str(pod.Namespace)
+		for i := range pod.Spec.Volumes {
+			switch v := &pod.Spec.Volumes[i]; {
+			case v.PersistentVolumeClaim != nil:
+				e.int(0)
+				e.str(v.PersistentVolumeClaim.ClaimName)
+			case v.Ephemeral != nil:
+				e.int(1)
+				e.str(ephemeral.VolumeClaimName(pod, v))
+			}
+		}
 	}
 	return string(e.b)
 }

@@ -42,13 +42,15 @@ import (
 // creates the default Queue, records events and holds its leader Lease. It
 // never changes a pod, node or PodGroup spec.
 //
-// +kubebuilder:rbac:groups="",resources=nodes;pods;namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes;pods;namespaces;persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=delete
 // +kubebuilder:rbac:groups="",resources=pods/binding,verbs=create
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.troupe.dev,resources=podgroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.troupe.dev,resources=queues,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=scheduling.troupe.dev,resources=topologies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.troupe.dev,resources=podgroups/status;queues/status,verbs=update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;update
@@ -85,6 +87,7 @@ var requiredCRDs = []struct {
 }{
 	{schedulingv1alpha1.GroupVersion.WithKind("PodGroup"), "config/crd/bases/scheduling.troupe.dev_podgroups.yaml"},
 	{schedulingv1alpha1.GroupVersion.WithKind("Queue"), "config/crd/bases/scheduling.troupe.dev_queues.yaml"},
+	{schedulingv1alpha1.GroupVersion.WithKind("Topology"), "config/crd/bases/scheduling.troupe.dev_topologies.yaml"},
 }
 
 // Run starts the scheduler in a manager and runs it until ctx ends. Tuning

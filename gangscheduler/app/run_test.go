@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	clientevents "k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,6 +32,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	apitesting "github.com/troupe-ml/troupe/gangscheduler/api/testing"
 	"github.com/troupe-ml/troupe/gangscheduler/app"
 	"github.com/troupe-ml/troupe/gangscheduler/status"
 	"github.com/troupe-ml/troupe/internal/testutil"
@@ -353,6 +355,36 @@ var _ = Describe("troupe-scheduler", Serial, func() {
 			g.Expect(q.Status.Pending + q.Status.Inqueue).To(BeZero())
 			g.Expect(q.Status.Allocated).To(HaveKeyWithValue(testutil.GPU, resourceEqual("8")))
 			g.Expect(q.Status.Allocated).To(HaveKeyWithValue(corev1.ResourceCPU, resourceEqual("17")))
+		}).Should(Succeed())
+	})
+
+	// envtest runs no PV controller: the test binds the claim as it would,
+	// the volume's claimRef and the claim's volumeName, with the
+	// annotation kube-scheduler takes for a completed binding.
+	It("places a member whose claim is bound to a local volume on the volume's node", func() {
+		nodes(
+			testutil.MakeNode(nodeName("a")).Capacity("16", "64Gi").GPU(4).Obj(),
+			testutil.MakeNode(nodeName("b")).Capacity("16", "64Gi").GPU(4).Obj(),
+		)
+		pv := apitesting.MakePV(nodeName("disk")).Local(nodeName("b"), "/mnt/disk0").ClaimRef(ns, "data").Obj()
+		create(pv, apitesting.MakePVC(ns, "data").BoundTo(pv.Name).Obj())
+		DeferCleanup(func() {
+			Expect(suite.Client.Delete(ctx, pv)).To(Succeed())
+			// Without the PV controller nothing lifts the pv-protection finalizer.
+			Expect(client.IgnoreNotFound(suite.Client.Patch(ctx, pv, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))).To(Succeed())
+		})
+		create(testutil.MakePodGroup("pg", ns).MinMember(2).Obj())
+		// Without the volume both would go to node a: GPU pods are packed,
+		// and ties go to the first name. With it, worker-0 goes to b, and
+		// worker-1 is packed beside it.
+		create(
+			testutil.MakeGangPod("worker-0", ns).Group("pg").Role("Worker").GPU(1).Claim("data", "data").Obj(),
+			testutil.MakeGangPod("worker-1", ns).Group("pg").Role("Worker").GPU(1).Obj(),
+		)
+		start(nil)
+
+		Eventually(func(g Gomega) {
+			g.Expect(placement(g)).To(Equal(map[string]string{"worker-0": nodeName("b"), "worker-1": nodeName("b")}))
 		}).Should(Succeed())
 	})
 

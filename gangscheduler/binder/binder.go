@@ -90,7 +90,13 @@ func (b *Binder) bind(ctx context.Context, d framework.Decision) error {
 	binding := &corev1.Binding{
 		// The UID makes the API server refuse the bind if the pod was
 		// deleted and recreated under the same name since the snapshot.
-		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		// A topology placement rides with the bind, with no write of its
+		// own: the API server copies a Binding's annotations into the pod,
+		// and its labels too from Kubernetes 1.35 (feature gate
+		// PodTopologyLabelsAdmission, on by default; off, they are
+		// dropped). So it goes as both: annotations for every cluster,
+		// labels for selectors where the gate is on.
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, Labels: d.Labels, Annotations: d.Labels},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: d.Node},
 	}
 	// A bare pod names the subresource's parent: the informer's object is

@@ -1,10 +1,12 @@
 // Package cache is the scheduler's view of the cluster, fed by informers:
 // every node, every pod (all schedulers' pods, terminating ones included,
 // since all of them take room on their nodes), PriorityClasses, namespaces
-// (their labels, for pod affinity's namespaceSelector), and Troupe's
-// PodGroups and Queues. Snapshot turns it into one cycle's api.Snapshot;
-// Assume and Forget keep pods this scheduler bound from being placed again
-// before the informer shows them bound.
+// (their labels, for pod affinity's namespaceSelector), the storage objects
+// the volume rules read (PersistentVolumeClaims, PersistentVolumes,
+// StorageClasses, CSINodes), and Troupe's PodGroups and Queues. Snapshot
+// turns it into one cycle's api.Snapshot; Assume and Forget keep pods this
+// scheduler bound from being placed again before the informer shows them
+// bound.
 package cache
 
 import (
@@ -16,12 +18,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/gangscheduler/api"
 )
 
 // Cache is the informer-fed cluster state of one scheduler.
@@ -37,6 +41,9 @@ type Cache struct {
 	assumed     *assumedPods
 	now         func() time.Time
 	changed     chan struct{}
+	// storage looks the storage objects up in their informers' stores,
+	// nil when some informer exposes none (each snapshot then lists them).
+	storage *storeSource
 
 	// nodeEvents counts the node informer's events. A snapshot that sees
 	// the count its last one saw knows the nodes unchanged, and takes them
@@ -66,7 +73,8 @@ type Options struct {
 func watched() []client.Object {
 	return []client.Object{
 		&corev1.Node{}, &corev1.Pod{}, &schedulingv1.PriorityClass{}, &corev1.Namespace{},
-		&schedulingv1alpha1.PodGroup{}, &schedulingv1alpha1.Queue{},
+		&schedulingv1alpha1.PodGroup{}, &schedulingv1alpha1.Queue{}, &schedulingv1alpha1.Topology{},
+		&corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &storagev1.StorageClass{}, &storagev1.CSINode{},
 	}
 }
 
@@ -86,6 +94,7 @@ func New(ctx context.Context, informers ctrlcache.Cache, opts Options) (*Cache, 
 		changed:   make(chan struct{}, 1),
 		builder:   Builder{SchedulerName: opts.SchedulerName},
 	}
+	var storage storeSource
 	for _, obj := range watched() {
 		inf, err := informers.GetInformer(ctx, obj)
 		if err != nil {
@@ -108,8 +117,19 @@ func New(ctx context.Context, informers ctrlcache.Cache, opts Options) (*Cache, 
 				c.nodes = s.GetStore()
 			case *corev1.Pod:
 				c.pods = s.GetStore()
+			case *corev1.PersistentVolumeClaim:
+				storage.pvcs = s.GetStore()
+			case *corev1.PersistentVolume:
+				storage.pvs = s.GetStore()
+			case *storagev1.StorageClass:
+				storage.classes = s.GetStore()
+			case *storagev1.CSINode:
+				storage.csiNodes = s.GetStore()
 			}
 		}
+	}
+	if storage.pvcs != nil && storage.pvs != nil && storage.classes != nil && storage.csiNodes != nil {
+		c.storage = &storage
 	}
 	return c, nil
 }
@@ -143,6 +163,7 @@ func (c *Cache) Snapshot(ctx context.Context) (*State, error) {
 		pods  corev1.PodList
 		pcs   schedulingv1.PriorityClassList
 		nss   corev1.NamespaceList
+		tops  schedulingv1alpha1.TopologyList
 		pgs   schedulingv1alpha1.PodGroupList
 		qs    schedulingv1alpha1.QueueList
 	)
@@ -152,7 +173,7 @@ func (c *Cache) Snapshot(ctx context.Context) (*State, error) {
 	c.mu.Lock()
 	nodesUnchanged := c.built && nodeEvents == c.builtNodeEvents
 	c.mu.Unlock()
-	lists := []client.ObjectList{&pcs, &pgs, &qs, &nss}
+	lists := []client.ObjectList{&pcs, &pgs, &qs, &nss, &tops}
 	if c.nodes == nil && !nodesUnchanged {
 		lists = append(lists, &nodes)
 	}
@@ -164,11 +185,17 @@ func (c *Cache) Snapshot(ctx context.Context) (*State, error) {
 			return nil, fmt.Errorf("list %T: %w", list, err)
 		}
 	}
+	storage, err := c.storageSource(ctx)
+	if err != nil {
+		return nil, err
+	}
 	objs := Objects{
 		NodesUnchanged:  nodesUnchanged,
+		Storage:         storage,
 		Pods:            c.assumed.apply(fromStore(c.pods, pods.Items), c.now()),
 		PriorityClasses: ptrs(pcs.Items),
 		Namespaces:      ptrs(nss.Items),
+		Topologies:      ptrs(tops.Items),
 		PodGroups:       ptrs(pgs.Items),
 		Queues:          ptrs(qs.Items),
 	}
@@ -188,6 +215,68 @@ func (c *Cache) Release(st *State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st.Snapshot.Release() // its NodeMemo is the builder's
+}
+
+// storageSource returns where this snapshot looks storage objects up:
+// their informers' stores, which hold every claim and volume of the
+// cluster at no cost to a cycle that uses none (the snapshot reads each
+// object it needs once, see api.Snapshot.PersistentVolumeClaim); or,
+// without stores, the objects listed now.
+func (c *Cache) storageSource(ctx context.Context) (api.StorageSource, error) {
+	if c.storage != nil {
+		return c.storage, nil
+	}
+	var (
+		pvcs     corev1.PersistentVolumeClaimList
+		pvs      corev1.PersistentVolumeList
+		classes  storagev1.StorageClassList
+		csiNodes storagev1.CSINodeList
+	)
+	for _, list := range []client.ObjectList{&pvcs, &pvs, &classes, &csiNodes} {
+		if err := c.informers.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("list %T: %w", list, err)
+		}
+	}
+	return api.StorageObjects{
+		PersistentVolumeClaims: ptrs(pvcs.Items),
+		PersistentVolumes:      ptrs(pvs.Items),
+		StorageClasses:         ptrs(classes.Items),
+		CSINodes:               ptrs(csiNodes.Items),
+	}.Index(), nil
+}
+
+// storeSource looks storage objects up in their informers' stores by the
+// stores' keys (namespace/name, or the name of a cluster-scoped object).
+type storeSource struct {
+	pvcs, pvs, classes, csiNodes toolscache.Store
+}
+
+func (s *storeSource) PersistentVolumeClaim(namespace, name string) *corev1.PersistentVolumeClaim {
+	return getByKey[corev1.PersistentVolumeClaim](s.pvcs, namespace+"/"+name)
+}
+
+func (s *storeSource) PersistentVolume(name string) *corev1.PersistentVolume {
+	return getByKey[corev1.PersistentVolume](s.pvs, name)
+}
+
+func (s *storeSource) StorageClass(name string) *storagev1.StorageClass {
+	return getByKey[storagev1.StorageClass](s.classes, name)
+}
+
+func (s *storeSource) CSINode(name string) *storagev1.CSINode {
+	return getByKey[storagev1.CSINode](s.csiNodes, name)
+}
+
+// getByKey returns the store's object of key, nil if there is none. A
+// store's lookup cannot fail (a thread-safe store's never does); should
+// one, the object reads as absent, which waits rather than places.
+func getByKey[T any](store toolscache.Store, key string) *T {
+	obj, ok, err := store.GetByKey(key)
+	if err != nil || !ok {
+		return nil
+	}
+	t, _ := obj.(*T)
+	return t
 }
 
 // fromStore returns the objects of store, the informer's own, or pointers

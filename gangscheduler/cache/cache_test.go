@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +18,7 @@ import (
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 	"github.com/troupe-ml/troupe/gangscheduler/api"
+	apitesting "github.com/troupe-ml/troupe/gangscheduler/api/testing"
 	"github.com/troupe-ml/troupe/gangscheduler/cache"
 	"github.com/troupe-ml/troupe/internal/testutil"
 )
@@ -222,6 +224,44 @@ var _ = Describe("Cache", func() {
 			g.Expect(st.Snapshot.Nodes[b].Used.MilliCPU).To(Equal(int64(1000)))
 		}).Should(Succeed())
 		Expect(c.Assumed()).To(BeZero())
+	})
+
+	// The storage objects are looked up in the informers' stores, and a
+	// snapshot keeps what it first read of each: a claim created while a
+	// cycle runs shows in the next cycle, never half-way through one.
+	It("looks up the claims, volumes, StorageClasses and CSINodes the informers hold, each read once per snapshot", func() {
+		n := node("a")
+		pv := apitesting.MakePV(ns+"-pv").Local(n, "/mnt/disk").ClaimRef(ns, "data").Obj()
+		sc := apitesting.MakeStorageClass(ns+"-local", storagev1.VolumeBindingWaitForFirstConsumer)
+		csiNode := apitesting.MakeCSINode(n).Driver("disk.example.com", 8).Obj()
+		create(pv, sc, csiNode, apitesting.MakePVC(ns, "data").Class(sc.Name).BoundTo(pv.Name).Obj())
+		DeferCleanup(func() {
+			for _, o := range []client.Object{pv, sc, csiNode} {
+				Expect(suite.Client.Delete(ctx, o)).To(Succeed())
+			}
+		})
+		Eventually(func(g Gomega) {
+			s := snapshot(g).Snapshot
+			claim := s.PersistentVolumeClaim(ns, "data")
+			g.Expect(claim).NotTo(BeNil())
+			g.Expect(claim.Spec.VolumeName).To(Equal(pv.Name))
+			vol := s.PersistentVolume(pv.Name)
+			g.Expect(vol).NotTo(BeNil())
+			g.Expect(vol.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values).To(Equal([]string{n}))
+			class := s.StorageClass(sc.Name)
+			g.Expect(class).NotTo(BeNil())
+			g.Expect(*class.VolumeBindingMode).To(Equal(storagev1.VolumeBindingWaitForFirstConsumer))
+			g.Expect(s.CSINode(n)).NotTo(BeNil())
+			g.Expect(*s.CSINode(n).Spec.Drivers[0].Allocatable.Count).To(Equal(int32(8)))
+		}).Should(Succeed())
+
+		during := snapshot(Default).Snapshot
+		Expect(during.PersistentVolumeClaim(ns, "late")).To(BeNil())
+		create(apitesting.MakePVC(ns, "late").Obj())
+		Eventually(func(g Gomega) {
+			g.Expect(snapshot(g).Snapshot.PersistentVolumeClaim(ns, "late")).NotTo(BeNil())
+		}).Should(Succeed())
+		Expect(during.PersistentVolumeClaim(ns, "late")).To(BeNil(), "a snapshot changed its answer after its first read")
 	})
 
 	It("signals changes to watched objects", func() {

@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,10 @@ type Objects struct {
 	Queues          []*schedulingv1alpha1.Queue
 	PriorityClasses []*schedulingv1.PriorityClass
 	Namespaces      []*corev1.Namespace
+	Topologies      []*schedulingv1alpha1.Topology
+	// Storage looks up the claims, volumes, StorageClasses and CSINodes;
+	// nil for none (api.Cluster.Storage).
+	Storage api.StorageSource
 	// NodesUnchanged says Nodes is left out: the nodes are the objects of
 	// the last state the same Builder built (api.Cluster.NodesUnchanged).
 	NodesUnchanged bool
@@ -85,6 +90,8 @@ func build(objs Objects, schedulerName string, nodes *api.NodeMemo, tasks *api.T
 		Jobs:       jobs,
 		Queues:     queues,
 		Namespaces: objs.Namespaces,
+		Topologies: topologies(objs.Topologies),
+		Storage:    objs.Storage,
 		JobOf:      JobOf(schedulerName),
 		Memo:       nodes,
 		Tasks:      tasks,
@@ -139,7 +146,50 @@ func JobInfoFromPodGroup(pg *schedulingv1alpha1.PodGroup, prio Priorities) *api.
 		job.Phase = api.JobPending
 	}
 	job.MinResources = api.NewResource(pg.Spec.MinResources)
+	job.Topology = TopologyPolicyOf(pg.Spec.Topology)
 	return job
+}
+
+// TopologyPolicyOf maps a PodGroup's topology policy; nil for none. The
+// topology's name defaults to "default", a rule's kind to Pack.
+func TopologyPolicyOf(t *schedulingv1alpha1.PodGroupTopology) *api.TopologyPolicy {
+	if t == nil {
+		return nil
+	}
+	p := &api.TopologyPolicy{Topology: t.TopologyName, Roles: slices.Clone(t.Roles)}
+	if p.Topology == "" {
+		p.Topology = schedulingv1alpha1.DefaultTopologyName
+	}
+	deref := func(v *int32) int {
+		if v == nil {
+			return 0
+		}
+		return int(*v)
+	}
+	for _, l := range t.Levels {
+		r := api.LevelRule{Level: l.Level, Kind: api.RuleKind(l.Policy), Partitions: deref(l.Partitions), Factor: deref(l.Factor), Required: l.Required}
+		if r.Kind == "" {
+			r.Kind = api.RulePack
+		}
+		if l.Range != nil {
+			r.Min, r.Max = deref(l.Range.Min), deref(l.Range.Max)
+		}
+		p.Rules = append(p.Rules, r)
+	}
+	return p
+}
+
+// topologies maps the Topology objects.
+func topologies(ts []*schedulingv1alpha1.Topology) []*api.TopologyInfo {
+	out := make([]*api.TopologyInfo, 0, len(ts))
+	for _, t := range ts {
+		info := &api.TopologyInfo{Name: t.Name}
+		for _, l := range t.Spec.Levels {
+			info.Levels = append(info.Levels, api.TopologyLevel{Name: l.Name, NodeLabel: l.NodeLabel})
+		}
+		out = append(out, info)
+	}
+	return out
 }
 
 // QueueInfoFromQueue maps a Queue. The scheduler acts on spec.state (what

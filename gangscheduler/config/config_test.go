@@ -23,7 +23,7 @@ func TestParse(t *testing.T) {
 			name:        "empty file is the default",
 			yaml:        "",
 			wantActions: []string{"enqueue", "allocate", "backfill"},
-			wantPlugins: []string{"priority", "gang", "predicates", "interpodaffinity", "podtopologyspread", "nodeorder", "proportion", "drf"},
+			wantPlugins: []string{"priority", "gang", "predicates", "interpodaffinity", "podtopologyspread", "volumes", "nodeorder", "proportion", "drf"},
 		},
 		{
 			name:        "plugins only: actions default",
@@ -54,7 +54,7 @@ plugins:
 			name:        "preempt is known, though not a default",
 			yaml:        "actions: [enqueue, preempt, allocate, backfill]\n",
 			wantActions: []string{"enqueue", "preempt", "allocate", "backfill"},
-			wantPlugins: []string{"priority", "gang", "predicates", "interpodaffinity", "podtopologyspread", "nodeorder", "proportion", "drf"},
+			wantPlugins: []string{"priority", "gang", "predicates", "interpodaffinity", "podtopologyspread", "volumes", "nodeorder", "proportion", "drf"},
 		},
 		{
 			name:    "misspelt action names the index and the known ones",
@@ -74,7 +74,7 @@ plugins:
 		{
 			name:    "unknown plugin",
 			yaml:    "plugins:\n- name: gang\n- name: binpack\n",
-			wantErr: []string{`plugins[1].name: unknown plugin "binpack"; known: drf, gang, interpodaffinity, nodeorder, podtopologyspread, predicates, priority, proportion`},
+			wantErr: []string{`plugins[1].name: unknown plugin "binpack"; known: drf, gang, interpodaffinity, nodeorder, podtopologyspread, predicates, priority, proportion, volumes`},
 		},
 		{
 			name: "gang and predicates are required, each with why",

@@ -11,6 +11,7 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/predicates"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/priority"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/proportion"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/volumes"
 )
 
 // This file is the one place that knows every action and plugin by name.
@@ -39,6 +40,7 @@ var Plugins = map[string]PluginFactory{
 
 	interpodaffinity.Name:  WithArguments(interpodaffinity.New),
 	podtopologyspread.Name: WithArguments(podtopologyspread.New),
+	volumes.Name:           NoArguments(volumes.New),
 	proportion.Name:        WithArguments(proportion.New),
 	drf.Name:               WithArguments(drf.New),
 }

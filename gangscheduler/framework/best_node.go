@@ -44,6 +44,12 @@ func (ssn *Session) AddPreference(p Preference) { ssn.preferences = append(ssn.p
 // applies to the task, the weighted preferences, each normalised over the
 // feasible nodes; that takes a second pass over them.
 func (ssn *Session) BestNode(cls *Class, task *api.TaskInfo) *api.NodeInfo {
+	return ssn.BestNodeIn(cls, task, ssn.CandidateNodes(cls, task))
+}
+
+// BestNodeIn is BestNode over the nodes of candidates alone (a topology
+// domain's, say), which must be nodes of the session, in NodeList order.
+func (ssn *Session) BestNodeIn(cls *Class, task *api.TaskInfo, candidates []*api.NodeInfo) *api.NodeInfo {
 	prefs := ssn.prefScratch[:0]
 	for i := range ssn.preferences {
 		if p := &ssn.preferences[i]; p.Applies == nil || p.Applies(task) {
@@ -54,7 +60,7 @@ func (ssn *Session) BestNode(cls *Class, task *api.TaskInfo) *api.NodeInfo {
 	if len(prefs) == 0 {
 		var best *api.NodeInfo
 		var bestScore int64
-		for _, n := range ssn.CandidateNodes(cls, task) {
+		for _, n := range candidates {
 			if !ssn.PredicateWithClass(cls, task, n).Fit {
 				continue
 			}
@@ -66,7 +72,7 @@ func (ssn *Session) BestNode(cls *Class, task *api.TaskInfo) *api.NodeInfo {
 	}
 
 	feasible, total := ssn.nodeScratch[:0], ssn.scoreScratch[:0]
-	for _, n := range ssn.CandidateNodes(cls, task) {
+	for _, n := range candidates {
 		if ssn.PredicateWithClass(cls, task, n).Fit {
 			feasible = append(feasible, n)
 			total = append(total, ssn.NodeScore(task, n))

@@ -105,4 +105,8 @@ type Action interface {
 type Decision struct {
 	Task *api.TaskInfo
 	Node string
+	// Labels go on the pod with its bind (the pods/binding subresource
+	// merges a Binding's labels into the pod): where a topology policy put
+	// it. Nil for none.
+	Labels map[string]string
 }

@@ -36,6 +36,7 @@ type Session struct {
 	unschedulable map[api.JobID]Unschedulable
 	admitted      map[api.JobID]bool
 	partial       map[api.JobID]PartialGang
+	topology      map[api.JobID]TopologyOutcome
 	// honoured maps the pod features plugins honour to the plugin (Honour).
 	honoured map[api.PodFeature]string
 

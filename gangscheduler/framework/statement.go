@@ -31,6 +31,12 @@ var ErrStatementClosed = errors.New("statement already committed or discarded")
 // task's resources and ports, the task becomes Allocated there. It does not
 // check predicates; the caller chose the node with them.
 func (s *Statement) Allocate(task *api.TaskInfo, node *api.NodeInfo) error {
+	return s.AllocateLabelled(task, node, nil)
+}
+
+// AllocateLabelled is Allocate with labels for the pod's bind (see
+// Decision.Labels).
+func (s *Statement) AllocateLabelled(task *api.TaskInfo, node *api.NodeInfo, labels map[string]string) error {
 	if s.closed {
 		return ErrStatementClosed
 	}
@@ -46,7 +52,7 @@ func (s *Statement) Allocate(task *api.TaskInfo, node *api.NodeInfo) error {
 		task.NodeName, task.Status = "", api.Pending
 		return err
 	}
-	s.ops = append(s.ops, Decision{Task: task, Node: node.Name})
+	s.ops = append(s.ops, Decision{Task: task, Node: node.Name, Labels: labels})
 	s.ssn.fireAllocate(task)
 	return nil
 }

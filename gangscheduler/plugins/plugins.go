@@ -12,13 +12,14 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/predicates"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/priority"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/proportion"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/volumes"
 )
 
 // Default returns the default plugin set, in registration order: priority
 // orders jobs and tasks, gang decides readiness and validity, predicates
 // filter nodes by the node-local rules, interpodaffinity and
-// podtopologyspread by the rules that relate pods to each other,
-// nodeorder scores nodes. A plugin keeps no state between sessions, so the
+// podtopologyspread by the rules that relate pods to each other, volumes
+// by the pods' volumes, nodeorder scores nodes. A plugin keeps no state between sessions, so the
 // same values may open any number of sessions.
 func Default() []framework.Plugin {
 	return []framework.Plugin{
@@ -27,6 +28,7 @@ func Default() []framework.Plugin {
 		predicates.New(predicates.Config{}),
 		interpodaffinity.New(interpodaffinity.Config{}),
 		podtopologyspread.New(podtopologyspread.Config{}),
+		volumes.New(),
 		nodeorder.New(nodeorder.Config{}),
 	}
 }

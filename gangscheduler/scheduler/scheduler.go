@@ -205,6 +205,7 @@ type decision struct {
 	evictions []framework.Eviction
 	findings  map[api.JobID]framework.Unschedulable
 	partial   map[api.JobID]framework.PartialGang
+	topology  map[api.JobID]framework.TopologyOutcome
 	// diagnoses explain, per role, the resource findings.
 	diagnoses map[api.JobID]string
 	admitted  map[api.JobID]bool
@@ -221,6 +222,7 @@ func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Act
 		evictions: ssn.Evictions(),
 		findings:  ssn.Unschedulable(),
 		partial:   ssn.PartialGangs(),
+		topology:  ssn.TopologyOutcomes(),
 		diagnoses: map[api.JobID]string{},
 		admitted:  map[api.JobID]bool{},
 	}
@@ -355,6 +357,9 @@ func (s *Scheduler) writeStatus(ctx context.Context, state *cache.State, d decis
 		}
 		if p, ok := d.partial[id]; ok {
 			g.Partial = &p
+		}
+		if t, ok := d.topology[id]; ok {
+			g.Topology = &t
 		}
 		u := status.Compute(g, now)
 		w := status.PodGroupWrite{PodGroup: pg, Old: g.Old, Update: u}

@@ -5,6 +5,7 @@ package status
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,9 @@ type Gang struct {
 	// Partial is the session's record for a gang left partial, nil if
 	// none (framework.PartialGang).
 	Partial *framework.PartialGang
+	// Topology is where the session placed a gang with a topology policy,
+	// nil if it placed none (framework.TopologyOutcome).
+	Topology *framework.TopologyOutcome
 }
 
 // Event is an event to record.
@@ -176,6 +180,7 @@ func Compute(g Gang, now time.Time) Update {
 		}
 	}
 	u.Partial = partialCondition(g, &st, now)
+	topologyStatus(g, &st, now)
 	u.Status = st
 	u.Events, u.PodEvent = transitions(old.Conditions, st.Conditions, c, job.MinMember)
 	return u
@@ -187,8 +192,9 @@ func Compute(g Gang, now time.Time) Update {
 //     message, True since the record's time, or False once Reclaimed;
 //   - partial without a record (binds of this cycle failed after the
 //     decision made it whole), True with reason MembersMissing;
-//   - otherwise False with reason Whole if it was True, and left out if
-//     the gang was never partial.
+//   - otherwise, if it was True, False with reason Whole (members hold
+//     nodes: the gang is whole) or NoneBound (none does: it is being torn
+//     down); left out if the gang was never partial.
 func partialCondition(g Gang, st *schedulingv1alpha1.PodGroupStatus, now time.Time) bool {
 	set := func(status metav1.ConditionStatus, reason, message string, since time.Time) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
@@ -205,8 +211,10 @@ func partialCondition(g Gang, st *schedulingv1alpha1.PodGroupStatus, now time.Ti
 	case partial:
 		set(metav1.ConditionTrue, schedulingv1alpha1.PodGroupReasonMembersMissing, g.Job.MemberSummary()+
 			"; the missing members are placed first of all, and the members on nodes are deleted if the gang cannot be completed within the partial-gang grace period", now)
-	case meta.IsStatusConditionTrue(st.Conditions, schedulingv1alpha1.PodGroupPartial):
+	case meta.IsStatusConditionTrue(st.Conditions, schedulingv1alpha1.PodGroupPartial) && g.Job.HoldsNodes():
 		set(metav1.ConditionFalse, schedulingv1alpha1.PodGroupReasonWhole, "the gang is whole", now)
+	case meta.IsStatusConditionTrue(st.Conditions, schedulingv1alpha1.PodGroupPartial):
+		set(metav1.ConditionFalse, schedulingv1alpha1.PodGroupReasonNoneBound, "no member is bound any more; the gang is placed whole or not at all once its pods are back", now)
 	}
 	return partial
 }
@@ -269,6 +277,35 @@ func transitions(before, after []metav1.Condition, c taskCounts, minMember int32
 		}
 	}
 	return events, podEvent
+}
+
+// topologyStatus records where a gang placed in this cycle went on its
+// topology, and the TopologySatisfied condition: True when every rule was
+// kept, False with the preferred rules that were not. A gang not placed
+// this cycle keeps what it had.
+func topologyStatus(g Gang, st *schedulingv1alpha1.PodGroupStatus, now time.Time) {
+	if g.Topology == nil {
+		return
+	}
+	p := &schedulingv1alpha1.TopologyPlacement{}
+	for _, l := range g.Topology.Levels {
+		lp := schedulingv1alpha1.LevelPlacement{Level: l.Level, Domains: []schedulingv1alpha1.DomainMembers{}}
+		for _, d := range l.Domains {
+			lp.Domains = append(lp.Domains, schedulingv1alpha1.DomainMembers{Name: d.Name, Members: int32(d.Members)})
+		}
+		p.Levels = append(p.Levels, lp)
+	}
+	st.Topology = p
+	c := metav1.Condition{
+		Type: schedulingv1alpha1.PodGroupTopologySatisfied, Status: metav1.ConditionTrue,
+		Reason: schedulingv1alpha1.PodGroupReasonRulesKept, Message: "every rule of the topology policy was kept",
+		ObservedGeneration: g.PodGroup.Generation, LastTransitionTime: metav1.NewTime(now),
+	}
+	if len(g.Topology.Unmet) > 0 {
+		c.Status, c.Reason = metav1.ConditionFalse, schedulingv1alpha1.PodGroupReasonPreferenceNotMet
+		c.Message = strings.Join(g.Topology.Unmet, "; ")
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
 }
 
 // partialTransitions returns the Partial condition's events: a Warning

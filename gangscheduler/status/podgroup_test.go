@@ -346,6 +346,21 @@ func TestCompute(t *testing.T) {
 			wantEvents: []string{"Normal/Scheduled"},
 		},
 		{
+			name: "a partial gang torn down: no member bound any more",
+			g: Gang{PodGroup: pgWith(nil), Job: gang(3, pending, pending, pending),
+				Old: schedulingv1alpha1.PodGroupStatus{Phase: "Unknown", ScheduleStartTime: ago(time.Hour), Conditions: []metav1.Condition{
+					condition("Scheduled", "False", "Waiting", "1 of minMember 3 pods bound"),
+					condition("Partial", "True", "MembersMissing", "1 of 3"),
+				}}},
+			want: schedulingv1alpha1.PodGroupStatus{
+				Phase: "Pending", ScheduleStartTime: ago(time.Hour),
+				Conditions: []metav1.Condition{
+					{Type: "Scheduled", Status: "False", Reason: "Waiting", Message: "0 of minMember 3 pods bound"},
+					{Type: "Partial", Status: "False", Reason: "NoneBound", Message: "no member is bound any more; the gang is placed whole or not at all once its pods are back"},
+				},
+			},
+		},
+		{
 			name: "a gang whose first members finished while the others run is whole, not partial",
 			g: Gang{PodGroup: pgWith(nil), Job: gang(3, succeeded, running, running),
 				Old: schedulingv1alpha1.PodGroupStatus{Phase: "Running", Admitted: 3, Running: 3, ScheduleStartTime: ago(time.Hour), ScheduleEndTime: ago(time.Hour),

@@ -1,6 +1,7 @@
 // Module controlplane builds the Kubernetes control plane binaries that the
 // tests and the local cluster run (kube-apiserver, kube-controller-manager,
-// etcd) from Go modules, because prebuilt downloads are not reachable here.
+// kube-scheduler, etcd) from Go modules, because prebuilt downloads are not
+// reachable here.
 module github.com/troupe-ml/troupe/hack/controlplane
 
 go 1.26.0

@@ -7,10 +7,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 	"github.com/troupe-ml/troupe/integrations"
 	"github.com/troupe-ml/troupe/internal/testutil"
@@ -50,6 +52,31 @@ type backend struct {
 	// the gang's workers fit no node because of msg, and returns what the
 	// job should show.
 	unschedulable func(ctx context.Context, g Gomega, pg client.Object, workers []corev1.Pod, msg string) string
+	// topology says how the backend keeps a topology policy; nil: it
+	// keeps none.
+	topology *topologyKeeper
+}
+
+// topologyKeeper is how a backend keeps a topology policy.
+type topologyKeeper struct {
+	// flags make the operator keep rules with the backend.
+	flags []string
+	// unkeptWithoutFlags is what the backend says it cannot keep of a
+	// rack Pack without flags.
+	unkeptWithoutFlags string
+	// setup makes what the backend needs of the cluster (a Topology).
+	setup func(ctx context.Context)
+	// placed checks that the PodGroup keeps a rack Pack, required or not,
+	// over role alone.
+	placed func(g Gomega, pg client.Object, role string, required bool)
+	// unkept is a policy the backend cannot keep even so; "" none.
+	unkept schedulingv1alpha1.TopologyPolicyType
+}
+
+// rackTopology is the default Topology: racks of hosts.
+func rackTopology(ctx context.Context) {
+	t := testutil.MakeTopology(schedulingv1alpha1.DefaultTopologyName).Level("rack", "example.com/rack").Level("host", corev1.LabelHostname).Obj()
+	ExpectWithOffset(1, client.IgnoreAlreadyExists(suite.Client.Create(ctx, t))).To(Succeed())
 }
 
 func groupAnnotation(p *corev1.Pod) string { return p.Annotations[integrations.GroupNameAnnotation] }
@@ -74,6 +101,14 @@ var backends = []backend{
 			})
 			g.Expect(suite.Client.Status().Update(ctx, pg)).To(Succeed())
 			return msg
+		},
+		topology: &topologyKeeper{
+			placed: func(g Gomega, o client.Object, role string, required bool) {
+				got := o.(*schedulingv1alpha1.PodGroup).Spec.Topology
+				g.Expect(got).NotTo(BeNil())
+				g.Expect(got.Roles).To(Equal([]string{role}), "the CPU-only chief is not forced into the rack")
+				g.Expect(got.Levels).To(ConsistOf(And(HaveField("Level", "rack"), HaveField("Required", required))))
+			},
 		},
 	},
 	{
@@ -107,6 +142,30 @@ var backends = []backend{
 			})
 			g.Expect(suite.Client.Update(ctx, pg)).To(Succeed())
 			return msg
+		},
+		// Volcano keeps Pack rules of the Topology the operator generates
+		// HyperNodes from (rack is tier 1), and no Spread.
+		topology: &topologyKeeper{
+			flags:              []string{"--volcano-hypernode-topology=" + schedulingv1alpha1.DefaultTopologyName},
+			unkeptWithoutFlags: "rule (the operator generates no Volcano HyperNodes: --volcano-hypernode-topology is not set)",
+			setup:              rackTopology,
+			placed: func(g Gomega, o client.Object, role string, required bool) {
+				spec := o.(*volcanov1beta1.PodGroup).Spec
+				g.Expect(spec.NetworkTopology).To(BeNil(), "the job's networkTopology would pull the CPU-only chief into the rack")
+				want := volcanov1beta1.NetworkTopologySpec{Mode: volcanov1beta1.SoftNetworkTopologyMode}
+				if required {
+					want = volcanov1beta1.NetworkTopologySpec{Mode: volcanov1beta1.HardNetworkTopologyMode, HighestTierAllowed: ptr.To(1)}
+				}
+				g.Expect(spec.SubGroupPolicy).To(ConsistOf(And(
+					HaveField("NetworkTopology", HaveValue(Equal(want))),
+					HaveField("SubGroupSize", HaveValue(Equal(int32(2)))),
+					HaveField("LabelSelector", HaveValue(Equal(metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+						Key: kubeflowv1.ReplicaTypeLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{role},
+					}}}))),
+					HaveField("MatchLabelKeys", Equal([]string{kubeflowv1.JobNameLabel})),
+				)))
+			},
+			unkept: schedulingv1alpha1.TopologySpread,
 		},
 	},
 	{

@@ -2,6 +2,8 @@ package conformance_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -10,11 +12,13 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 	"github.com/troupe-ml/troupe/controllers/engine"
 	"github.com/troupe-ml/troupe/integrations"
 	"github.com/troupe-ml/troupe/internal/testutil"
@@ -448,6 +452,138 @@ var _ = Describe("Gang backend", func() {
 					Expect(noPodGroup(bk, "bad")()).To(BeTrue(), "no %s PodGroup for the failed job", bk.name)
 				}
 			})
+
+			// topologyJob is mixedJob with a topology policy at the rack level.
+			topologyJob := func(name string, rule schedulingv1alpha1.TopologyLevelPolicy) *kubeflowv1.TFJob {
+				job := mixedJob(name, 2)
+				job.Spec.RunPolicy.GangPolicy = &kubeflowv1.GangPolicy{Topology: &kubeflowv1.JobTopologyPolicy{
+					TopologyPolicy: schedulingv1alpha1.TopologyPolicy{Levels: []schedulingv1alpha1.TopologyLevelPolicy{rule}},
+				}}
+				return job
+			}
+			rackRule := func(policy schedulingv1alpha1.TopologyPolicyType, required bool) schedulingv1alpha1.TopologyLevelPolicy {
+				return schedulingv1alpha1.TopologyLevelPolicy{Level: "rack", Policy: policy, Required: required}
+			}
+			// startKeeping starts the operator as b keeps topology rules
+			// with, and makes what it needs of the cluster.
+			startKeeping := func() {
+				start(b.topology.flags...)
+				if b.topology.setup != nil {
+					b.topology.setup(ctx)
+				}
+			}
+
+			// refusesAndWarns: the backend, started by startWith, cannot
+			// keep rule (Spread or Pack) at the rack level, and says so as
+			// what.
+			refusesAndWarns := func(how string, startWith func(), policy schedulingv1alpha1.TopologyPolicyType, what string) {
+				It("refuses a job whose "+how+" rule is required, creating nothing, and says why", func() {
+					startWith()
+					Expect(suite.Client.Create(ctx, topologyJob("required", rackRule(policy, true)))).To(Succeed())
+					c := expectCondition("required", engine.ConditionGangScheduled, corev1.ConditionFalse, engine.ReasonTopologyUnsupported)
+					Expect(c.Message).To(HavePrefix("runPolicy.gangPolicy.topology: the " + b.name + " gang backend cannot keep rack: " + what + ", and the rules are required: no pod is created."))
+					Eventually(jobEvents("required", engine.ReasonTopologyUnsupported)).Should(ContainElement(And(
+						HaveField("Type", corev1.EventTypeWarning), HaveField("Note", c.Message))))
+					Consistently(podCount("required"), quiet).Should(BeZero())
+					Expect(noPodGroup(b, "required")()).To(BeTrue(), "no PodGroup holds capacity for a job that cannot run")
+
+					// Made preferred, the job runs.
+					updateJob("required", func(j *kubeflowv1.TFJob) {
+						j.Spec.RunPolicy.GangPolicy.Topology.Levels[0].Required = false
+					})
+					admit(b, "required")
+					livePods("required", 3)
+				})
+
+				It("keeps the running pods of a job moved to it with a required "+how+" rule, and warns once", func() {
+					startWith()
+					job := topologyJob("moved", rackRule(policy, true))
+					job.Annotations = map[string]string{integrations.GangSchedulerAnnotation: "troupe"}
+					Expect(suite.Client.Create(ctx, job)).To(Succeed())
+					before := livePods("moved", 3)
+					updateJob("moved", func(j *kubeflowv1.TFJob) { j.Annotations[integrations.GangSchedulerAnnotation] = b.name })
+					Eventually(jobEvents("moved", engine.ReasonTopologyUnsupported)).Should(ConsistOf(And(
+						HaveField("Type", corev1.EventTypeWarning),
+						HaveField("Note", ContainSubstring("the job's running pods are kept, but nothing places them by the rules")))))
+					Consistently(func(g Gomega) {
+						pods, err := testutil.JobPods(ctx, suite.Client, ns, "moved")
+						g.Expect(err).NotTo(HaveOccurred())
+						g.Expect(testutil.Live(pods)).To(HaveLen(3))
+						for _, p := range before {
+							g.Expect(pods).To(ContainElement(HaveField("UID", p.UID)), "pod %s kept", p.Name)
+						}
+					}, quiet).Should(Succeed())
+					Expect(jobEvents("moved", engine.ReasonTopologyUnsupported)()).To(HaveLen(1))
+				})
+
+				It("runs a job whose "+how+" rule is preferred, and warns once", func() {
+					startWith()
+					Expect(suite.Client.Create(ctx, topologyJob("preferred", rackRule(policy, false)))).To(Succeed())
+					admit(b, "preferred")
+					pods := livePods("preferred", 3)
+					Eventually(jobEvents("preferred", engine.ReasonTopologyIgnored)).Should(ConsistOf(And(
+						HaveField("Type", corev1.EventTypeWarning),
+						HaveField("Note", HavePrefix("runPolicy.gangPolicy.topology: the "+b.name+" gang backend cannot keep rack: "+what+"; these preferred rules are not kept")))))
+					for i := range pods {
+						Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[i], corev1.PodRunning)).To(Succeed())
+					}
+					expectCondition("preferred", engine.ConditionGangScheduled, corev1.ConditionTrue, engine.ReasonGangScheduled)
+					Consistently(jobEvents("preferred", engine.ReasonTopologyIgnored), quiet).Should(ConsistOf(HaveField("Series", BeNil())))
+				})
+			}
+
+			if t := b.topology; t != nil {
+				for _, required := range []bool{true, false} {
+					It(fmt.Sprintf("writes the job's rack Pack rule (required %v) into its PodGroup, covering the GPU roles by default", required), func() {
+						startKeeping()
+						Expect(suite.Client.Create(ctx, topologyJob("placed", rackRule(schedulingv1alpha1.TopologyPack, required)))).To(Succeed())
+						Eventually(func(g Gomega) {
+							t.placed(g, podGroupOf(g, b, "placed"), "worker", required)
+						}).Should(Succeed())
+						admit(b, "placed")
+						livePods("placed", 3)
+						Consistently(jobEvents("placed", engine.ReasonTopologyIgnored), quiet).Should(BeEmpty())
+					})
+				}
+				if t.setup != nil {
+					It("holds a job whose required rule waits for what the backend needs (its Topology), saying why, and runs it once there", func() {
+						def := &schedulingv1alpha1.Topology{ObjectMeta: metav1.ObjectMeta{Name: schedulingv1alpha1.DefaultTopologyName}}
+						Expect(client.IgnoreNotFound(suite.Client.Delete(ctx, def))).To(Succeed())
+						Eventually(func() bool { return apierrors.IsNotFound(suite.Client.Get(ctx, client.ObjectKeyFromObject(def), def)) }).Should(BeTrue())
+						start(t.flags...)
+						Expect(suite.Client.Create(ctx, topologyJob("early", rackRule(schedulingv1alpha1.TopologyPack, true)))).To(Succeed())
+						c := expectCondition("early", engine.ConditionGangScheduled, corev1.ConditionFalse, engine.ReasonGangPending)
+						Expect(c.Message).To(ContainSubstring(`runPolicy.gangPolicy.topology: a required rule waits for Topology "default", which does not exist`))
+						Consistently(podCount("early"), quiet).Should(BeZero())
+						Expect(noPodGroup(b, "early")()).To(BeTrue(), "no PodGroup lets the scheduler place the gang before its rule can be written")
+
+						t.setup(ctx)
+						Eventually(func(g Gomega) { t.placed(g, podGroupOf(g, b, "early"), "worker", true) }, 30*time.Second).Should(Succeed())
+						admit(b, "early")
+						livePods("early", 3)
+					})
+				}
+				if len(t.flags) > 0 {
+					refusesAndWarns("Pack (without "+strings.Join(t.flags, " ")+")", func() { start() }, schedulingv1alpha1.TopologyPack, t.unkeptWithoutFlags)
+				}
+				if t.unkept != "" {
+					refusesAndWarns(string(t.unkept), startKeeping, t.unkept, "policy "+string(t.unkept))
+				}
+			} else {
+				refusesAndWarns("Pack", func() { start() }, schedulingv1alpha1.TopologyPack, "rule")
+			}
+
+			if i == 0 {
+				It("refuses a required topology rule with gang scheduling off (none)", func() {
+					start()
+					job := topologyJob("ungrouped", rackRule(schedulingv1alpha1.TopologyPack, true))
+					job.Annotations = map[string]string{integrations.GangSchedulerAnnotation: integrations.None}
+					Expect(suite.Client.Create(ctx, job)).To(Succeed())
+					c := expectCondition("ungrouped", engine.ConditionGangScheduled, corev1.ConditionFalse, engine.ReasonTopologyUnsupported)
+					Expect(c.Message).To(HavePrefix("runPolicy.gangPolicy.topology: the none gang backend cannot keep rack: rule"))
+					Consistently(podCount("ungrouped"), quiet).Should(BeZero())
+				})
+			}
 
 			It("keeps a schedulerName the user chose, and warns once", func() {
 				start()

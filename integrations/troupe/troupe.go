@@ -23,7 +23,10 @@ const SchedulerName = "troupe-scheduler"
 // Backend implements integrations.Backend for the in-repo scheduler.
 type Backend struct{}
 
-var _ integrations.Backend = Backend{}
+var (
+	_ integrations.Backend        = Backend{}
+	_ integrations.TopologyPlacer = Backend{}
+)
 
 func (Backend) Name() string                { return Name }
 func (Backend) SchedulerName() string       { return SchedulerName }
@@ -46,6 +49,9 @@ func (Backend) SyncPodGroup(ctx context.Context, c client.Client, owner metav1.O
 		PriorityClassName:      spec.PriorityClassName,
 		ScheduleTimeoutSeconds: spec.ScheduleTimeoutSeconds,
 	}
+	if t := spec.Topology; t != nil {
+		want.Topology = &schedulingv1alpha1.PodGroupTopology{TopologyPolicy: t.TopologyPolicy, Roles: t.Roles}
+	}
 	if want.Queue == "" {
 		want.Queue = schedulingv1alpha1.DefaultQueueName
 	}
@@ -55,6 +61,9 @@ func (Backend) SyncPodGroup(ctx context.Context, c client.Client, owner metav1.O
 	}
 	return state(pg), nil
 }
+
+// UnkeptTopologyRules is empty: troupe-scheduler keeps every rule.
+func (Backend) UnkeptTopologyRules(*integrations.GangTopology) []integrations.UnkeptRule { return nil }
 
 func state(pg *schedulingv1alpha1.PodGroup) integrations.GangState {
 	s := integrations.GangState{Phase: string(pg.Status.Phase), Admitted: true}

@@ -5,6 +5,9 @@ package volcano
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,9 +25,18 @@ const Name = "volcano"
 const SchedulerName = "volcano"
 
 // Backend implements integrations.Backend for Volcano.
-type Backend struct{}
+type Backend struct {
+	// HyperNodes, when set, are the HyperNodes the operator generates from
+	// a Topology: jobs placed by that Topology get their Pack rules
+	// translated to Volcano's networkTopology (topology.go). Without it
+	// the backend keeps no topology rule.
+	HyperNodes HyperNodeSource
+}
 
-var _ integrations.Backend = Backend{}
+var (
+	_ integrations.Backend        = Backend{}
+	_ integrations.TopologyPlacer = Backend{}
+)
 
 func (Backend) Name() string                { return Name }
 func (Backend) SchedulerName() string       { return SchedulerName }
@@ -39,14 +51,20 @@ func (Backend) CheckInstalled(mapper meta.RESTMapper) error {
 // in line. An unset queue is left to Volcano: its CRD defaults it to
 // "default" and its admission webhook may choose the namespace's queue, and
 // Troupe must not fight either. Volcano's PodGroup has no
-// scheduleTimeoutSeconds.
-func (Backend) SyncPodGroup(ctx context.Context, c client.Client, owner metav1.Object, ref metav1.OwnerReference, spec integrations.GangSpec) (integrations.GangState, error) {
+// scheduleTimeoutSeconds. networkTopology and subGroupPolicy are Troupe's:
+// they say what Volcano keeps of the job's topology policy, and nothing
+// when it has none.
+func (b Backend) SyncPodGroup(ctx context.Context, c client.Client, owner metav1.Object, ref metav1.OwnerReference, spec integrations.GangSpec) (integrations.GangState, error) {
 	var minResources *corev1.ResourceList
 	if len(spec.MinResources) > 0 {
 		minResources = &spec.MinResources
 	}
+	place, err := b.placement(ctx, spec)
+	if err != nil {
+		return integrations.GangState{}, err
+	}
 	pg := &volcanov1beta1.PodGroup{}
-	err := integrations.SyncPodGroup(ctx, c, owner, ref, pg, func() {
+	err = integrations.SyncPodGroup(ctx, c, owner, ref, pg, func() {
 		pg.Spec.MinMember = spec.MinMember
 		pg.Spec.MinTaskMember = spec.MinTaskMember
 		pg.Spec.MinResources = minResources
@@ -54,11 +72,42 @@ func (Backend) SyncPodGroup(ctx context.Context, c client.Client, owner metav1.O
 		if spec.Queue != "" {
 			pg.Spec.Queue = spec.Queue
 		}
+		pg.Spec.NetworkTopology = place.NetworkTopology
+		pg.Spec.SubGroupPolicy = place.SubGroupPolicy
 	})
 	if err != nil {
 		return integrations.GangState{}, err
 	}
 	return state(pg), nil
+}
+
+// hyperNodeRetry is how long a job whose required rule waits for its
+// HyperNodes waits before the operator looks again: the job is not
+// requeued by the HyperNodes' own changes.
+const hyperNodeRetry = 10 * time.Second
+
+// placement is what Volcano keeps of spec's topology policy; it is an
+// integrations.WaitError while a required rule's HyperNodes are not
+// generated yet, so that no PodGroup lets Volcano place the job before.
+func (b Backend) placement(ctx context.Context, spec integrations.GangSpec) (placement, error) {
+	t := spec.Topology
+	if t == nil || b.HyperNodes == nil || b.HyperNodes.Topology() != topologyName(t) {
+		return placement{}, nil
+	}
+	tiers, _, generated, err := b.HyperNodes.Tiers(ctx)
+	if err != nil && !errors.Is(err, ErrNoTopology) {
+		return placement{}, err
+	}
+	missing := err != nil
+	place, err := placementOf(spec, tiers, generated)
+	switch {
+	case err != nil && missing:
+		return placement{}, &integrations.WaitError{RetryAfter: hyperNodeRetry,
+			Message: fmt.Sprintf("runPolicy.gangPolicy.topology: a required rule waits for Topology %q, which does not exist", topologyName(t))}
+	case err != nil:
+		return placement{}, &integrations.WaitError{RetryAfter: hyperNodeRetry, Message: "runPolicy.gangPolicy.topology: " + err.Error()}
+	}
+	return place, nil
 }
 
 // state reads Volcano's verdict as Volcano's own job controller does.

@@ -8,11 +8,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation"
+	ctrl "sigs.k8s.io/controller-runtime"
+	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	"github.com/troupe-ml/troupe/integrations"
 	"github.com/troupe-ml/troupe/integrations/schedulerplugins"
 	"github.com/troupe-ml/troupe/integrations/troupe"
 	"github.com/troupe-ml/troupe/integrations/volcano"
+	"github.com/troupe-ml/troupe/integrations/volcano/hypernodes"
 )
 
 // namedGangBackends have a PodGroup of their own.
@@ -75,6 +78,39 @@ func gangBackends(flag string, mapper meta.RESTMapper) (integrations.Backends, e
 			return bs, fmt.Errorf("--gang-scheduler-name=%s: %w", flag, err)
 		}
 	}
+	return bs, nil
+}
+
+// setupHyperNodes starts the generator of Volcano HyperNodes from the
+// Topology named topology (none when empty) and gives it to the volcano
+// backend, when the cluster serves Volcano's PodGroup: without it no job
+// can use that backend, and the flag does nothing. A cluster that serves
+// the PodGroup but not the HyperNode is an error that says what to
+// install.
+func setupHyperNodes(mgr ctrl.Manager, bs integrations.Backends, topology string) (integrations.Backends, error) {
+	log := ctrl.Log.WithName("setup")
+	if topology == "" {
+		return bs, nil
+	}
+	if _, ok := bs.Available[volcano.Name]; !ok {
+		log.Info("Volcano is not installed: no HyperNodes are generated", "volcanoHypernodeTopology", topology)
+		return bs, nil
+	}
+	hn := topologyv1alpha1.SchemeGroupVersion.WithKind("HyperNode")
+	if err := integrations.CheckServed(mgr.GetRESTMapper(), hn,
+		"Volcano v1.14's HyperNode CRD (config/crd/volcano/bases/topology.volcano.sh_hypernodes.yaml in volcano.sh/volcano)"); err != nil {
+		return bs, fmt.Errorf("--volcano-hypernode-topology=%s: %w", topology, err)
+	}
+	gen := hypernodes.New(mgr.GetClient(), topology)
+	if err := gen.SetupWithManager(mgr); err != nil {
+		return bs, fmt.Errorf("set up the Volcano HyperNode generator: %w", err)
+	}
+	b := volcano.Backend{HyperNodes: gen}
+	bs.Available[volcano.Name] = b
+	if bs.Default != nil && bs.Default.Name() == volcano.Name {
+		bs.Default = b
+	}
+	log.Info("generating Volcano HyperNodes", "topology", topology)
 	return bs, nil
 }
 

@@ -40,6 +40,9 @@ func SetupControllers(mgr ctrl.Manager, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if gangs, err = setupHyperNodes(mgr, gangs, opts.VolcanoHyperNodeTopology); err != nil {
+		return err
+	}
 	ctrl.Log.WithName("setup").Info("gang backends", describeGangBackends(gangs)...)
 	engineOpts := []engine.Option{engine.WithGangBackends(gangs), engine.WithAdmissionWait(opts.WaitForPodGroupAdmission)}
 	for _, name := range opts.Schemes() {

@@ -34,6 +34,9 @@ type Options struct {
 	// admits the PodGroup (Volcano's Inqueue).
 	WaitForPodGroupAdmission bool
 	MPIKubectlDeliveryImage  string
+	// VolcanoHyperNodeTopology names the Topology the operator generates
+	// Volcano HyperNodes from; empty generates none.
+	VolcanoHyperNodeTopology string
 }
 
 // NewOptions returns the defaults: every framework, all namespaces.
@@ -66,6 +69,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the API server.")
 	fs.StringVar(&o.MPIKubectlDeliveryImage, "mpi-kubectl-delivery-image", o.MPIKubectlDeliveryImage, "Image of the MPIJob launcher's init container that delivers kubectl for kubexec.sh.")
 	fs.StringVar(&o.GangSchedulerName, "gang-scheduler-name", o.GangSchedulerName, fmt.Sprintf("Gang-scheduling backend: %s, or the name of a coscheduling-compatible scheduler; empty means none. A job's troupe.dev/gang-scheduler-name annotation overrides it for that job.", strings.Join(KnownGangBackends, ", ")))
+	fs.StringVar(&o.VolcanoHyperNodeTopology, "volcano-hypernode-topology", o.VolcanoHyperNodeTopology, "Generate Volcano HyperNodes from the nodes' labels by this Topology (scheduling.troupe.dev), so that the volcano backend keeps the Pack rules of jobs placed by it; empty generates none. Only where Volcano is installed, and no other HyperNodes describe the cluster.")
 	fs.BoolVar(&o.WaitForPodGroupAdmission, "wait-for-podgroup-admission", o.WaitForPodGroupAdmission, "Create a gang's pods only once its backend admits the PodGroup (Volcano's Inqueue), as Kubeflow's training-operator does; false creates them at once.")
 }
 
@@ -100,6 +104,11 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.LeaderElection.Validate()...)
 	if _, err := newGangBackend(o.GangSchedulerName); err != nil {
 		errs = append(errs, err)
+	}
+	if o.VolcanoHyperNodeTopology != "" {
+		if msgs := validation.IsDNS1123Subdomain(o.VolcanoHyperNodeTopology); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--volcano-hypernode-topology: %q is not a Topology name (a DNS subdomain: lower-case letters, digits, '-' and '.'): %s; empty generates no HyperNodes", o.VolcanoHyperNodeTopology, strings.Join(msgs, "; ")))
+		}
 	}
 	if o.MPIKubectlDeliveryImage == "" {
 		errs = append(errs, errors.New("--mpi-kubectl-delivery-image: must not be empty"))

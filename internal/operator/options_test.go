@@ -21,7 +21,7 @@ func TestParseFlags(t *testing.T) {
 			name:        "defaults run every kind",
 			wantSchemes: []string{"mpijob", "pytorchjob", "tfjob"},
 			check: func(t *testing.T, o *Options) {
-				if o.GangSchedulerName != "" || o.Namespace != "" || o.LeaderElect || !o.WaitForPodGroupAdmission || o.LeaderElection.LeaseDuration != 15*time.Second {
+				if o.GangSchedulerName != "" || o.Namespace != "" || o.LeaderElect || !o.WaitForPodGroupAdmission || o.LeaderElection.LeaseDuration != 15*time.Second || o.VolcanoHyperNodeTopology != "" {
 					t.Errorf("unexpected defaults: %+v", o)
 				}
 			},
@@ -125,6 +125,21 @@ func TestParseFlags(t *testing.T) {
 			name:    "empty kubectl delivery image",
 			args:    []string{"--mpi-kubectl-delivery-image="},
 			wantErr: []string{"--mpi-kubectl-delivery-image: must not be empty"},
+		},
+		{
+			name:        "Volcano HyperNodes from a Topology",
+			args:        []string{"--gang-scheduler-name=volcano", "--volcano-hypernode-topology=fabric.example.com"},
+			wantSchemes: []string{"mpijob", "pytorchjob", "tfjob"},
+			check: func(t *testing.T, o *Options) {
+				if o.VolcanoHyperNodeTopology != "fabric.example.com" {
+					t.Errorf("flags not applied: %+v", o)
+				}
+			},
+		},
+		{
+			name:    "a Volcano HyperNode Topology that is no object name",
+			args:    []string{"--volcano-hypernode-topology=Rack_Topology"},
+			wantErr: []string{`--volcano-hypernode-topology: "Rack_Topology" is not a Topology name (a DNS subdomain`, "empty generates no HyperNodes"},
 		},
 		{
 			name:    "unknown flag",

@@ -3,6 +3,7 @@ package peers
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // The environment variables `make e2e` sets to the binaries
@@ -27,4 +28,15 @@ func binaryFromEnv(env, peer string) (string, error) {
 		return "", fmt.Errorf("%s is not set: run `make e2e`, or export %s=$(hack/peer-schedulers.sh %s)", env, env, peer)
 	}
 	return path, nil
+}
+
+// KubeSchedulerBinary is upstream kube-scheduler in $KUBEBUILDER_ASSETS:
+// hack/controlplane.sh builds it beside the API server it is tested with,
+// so `make test` needs nothing more.
+func KubeSchedulerBinary() (string, error) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		return "", fmt.Errorf("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/controlplane.sh)")
+	}
+	return filepath.Join(assets, "kube-scheduler"), nil
 }

@@ -54,7 +54,7 @@ type kubeSchedulerConfiguration struct {
 
 type schedulerProfile struct {
 	SchedulerName string               `json:"schedulerName"`
-	Plugins       map[string]pluginSet `json:"plugins"`
+	Plugins       map[string]pluginSet `json:"plugins,omitempty"`
 	PluginConfig  []map[string]any     `json:"pluginConfig,omitempty"`
 }
 

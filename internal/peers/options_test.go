@@ -246,3 +246,35 @@ func TestCoschedulingConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestKubeSchedulerOptions(t *testing.T) {
+	exe, _, kubeconfig := files(t)
+	// A missing binary points at the script that builds this one.
+	o := KubeSchedulerOptions{Options: Options{Kubeconfig: kubeconfig, LogFile: "log"}}
+	checkErr(t, "kube-scheduler", o.Validate(), []string{"Binary: empty; give the path hack/controlplane.sh prints"})
+	o.Binary = exe + "-missing"
+	checkErr(t, "kube-scheduler", o.Validate(), []string{"no such file", "(build it with hack/controlplane.sh)"})
+	o.Binary, o.QPS, o.Burst = exe, 200, 300
+	checkErr(t, "kube-scheduler", o.Validate(), nil)
+
+	o.Kubeconfig = "/k"
+	raw, err := o.config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One profile with no plugins named: kube-scheduler's own defaults.
+	want := `apiVersion: kubescheduler.config.k8s.io/v1
+clientConnection:
+  burst: 300
+  kubeconfig: /k
+  qps: 200
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: default-scheduler
+`
+	if string(raw) != want {
+		t.Errorf("config:\n%s\nwant:\n%s", raw, want)
+	}
+}

@@ -3,6 +3,10 @@
 // Coscheduling, as real processes against an API server, for the e2e suite
 // and the benchmark harness. hack/peer-schedulers.sh builds the binaries
 // from the Go module proxy at the versions of hack/peers.env.
+//
+// It also runs upstream kube-scheduler with its default profile, built by
+// hack/controlplane.sh beside the test API server, as the reference that
+// test/differential compares troupe-scheduler's decisions with.
 package peers
 
 import (
@@ -39,13 +43,17 @@ type Options struct {
 	Env []string
 }
 
-func (o Options) validate() []error {
+func (o Options) validate() []error { return o.validateBuiltBy("hack/peer-schedulers.sh") }
+
+// validateBuiltBy is validate for a binary that script builds, which the
+// errors about a missing one name.
+func (o Options) validateBuiltBy(script string) []error {
 	var errs []error
 	switch info, err := os.Stat(o.Binary); {
 	case o.Binary == "":
-		errs = append(errs, fieldError("Binary", "empty; give the path hack/peer-schedulers.sh prints"))
+		errs = append(errs, fieldError("Binary", "empty; give the path %s prints", script))
 	case err != nil:
-		errs = append(errs, fieldError("Binary", "%w (build it with hack/peer-schedulers.sh)", err))
+		errs = append(errs, fieldError("Binary", "%w (build it with %s)", err, script))
 	case info.IsDir() || info.Mode()&0o111 == 0:
 		errs = append(errs, fieldError("Binary", "%s is not an executable file", o.Binary))
 	}

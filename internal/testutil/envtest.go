@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	spv1alpha1 "sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
@@ -40,7 +41,7 @@ func StartEnv(opts ...EnvOption) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, or export KUBEBUILDER_ASSETS=$(hack/controlplane.sh)")
 	}
-	adds := []func(*k8sruntime.Scheme) error{kubeflowv1.AddToScheme, schedulingv1alpha1.AddToScheme, volcanov1beta1.AddToScheme, spv1alpha1.AddToScheme}
+	adds := []func(*k8sruntime.Scheme) error{kubeflowv1.AddToScheme, schedulingv1alpha1.AddToScheme, volcanov1beta1.AddToScheme, spv1alpha1.AddToScheme, topologyv1alpha1.AddToScheme}
 	for _, add := range adds {
 		if err := add(scheme.Scheme); err != nil {
 			return nil, err

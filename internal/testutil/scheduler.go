@@ -208,6 +208,15 @@ func (b *GangPodBuilder) NodeName(node string) *GangPodBuilder {
 	return b
 }
 
+// Claim adds a volume named volume that mounts the claim, in the pod's
+// namespace.
+func (b *GangPodBuilder) Claim(volume, claim string) *GangPodBuilder {
+	b.pod.Spec.Volumes = append(b.pod.Spec.Volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
+	}})
+	return b
+}
+
 // Obj returns the pod.
 func (b *GangPodBuilder) Obj() *corev1.Pod { return b.pod.DeepCopy() }
 

@@ -71,7 +71,7 @@ func NewOptions() *Options {
 		// The PodGroup and Queue CRDs of every placer, and no others: the
 		// kubeflow.org CRDs are most of config/crd/bases and would only
 		// slow every API server's start.
-		CRDs:       "config/crd/bases/scheduling.troupe.dev_podgroups.yaml,config/crd/bases/scheduling.troupe.dev_queues.yaml,config/crd/peers",
+		CRDs:       "config/crd/bases/scheduling.troupe.dev_podgroups.yaml,config/crd/bases/scheduling.troupe.dev_queues.yaml,config/crd/bases/scheduling.troupe.dev_topologies.yaml,config/crd/peers",
 		WorkDir:    filepath.Join(os.TempDir(), "troupe-bench"),
 		Scenarios:  strings.Join(scenario.Names, ","),
 		Placers:    defaultPlacerFilter,

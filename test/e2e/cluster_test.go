@@ -45,14 +45,23 @@ const bindTimeout = time.Minute
 // job and PodGroup of the namespace, so that nothing of one spec holds
 // capacity in the next (envtest runs no garbage collector).
 func pools(ctx context.Context, ns string, cpu, gpu, gpusPerNode int) {
+	poolsWith(ctx, ns, cpu, gpu, gpusPerNode, nil)
+}
+
+// poolsWith is pools with label(i, node) labelling GPU node i.
+func poolsWith(ctx context.Context, ns string, cpu, gpu, gpusPerNode int, label func(int, *testutil.NodeBuilder)) {
 	var nodes []*corev1.Node
 	for i := range cpu {
 		nodes = append(nodes, testutil.MakeNode(fmt.Sprintf("%s-cpu-%d", ns, i)).
 			Capacity("8", "32Gi").Label(poolLabel, cpuPool).Obj())
 	}
 	for i := range gpu {
-		n := testutil.MakeNode(fmt.Sprintf("%s-gpu-%d", ns, i)).
-			Capacity("32", "128Gi").GPU(gpusPerNode).Label(poolLabel, gpuPool).Obj()
+		b := testutil.MakeNode(fmt.Sprintf("%s-gpu-%d", ns, i)).
+			Capacity("32", "128Gi").GPU(gpusPerNode).Label(poolLabel, gpuPool)
+		if label != nil {
+			label(i, b)
+		}
+		n := b.Obj()
 		n.Spec.Taints = []corev1.Taint{gpuTaint}
 		nodes = append(nodes, n)
 	}

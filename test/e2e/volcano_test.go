@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,11 +14,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 	"github.com/troupe-ml/troupe/controllers/engine"
 	"github.com/troupe-ml/troupe/integrations"
 	"github.com/troupe-ml/troupe/integrations/volcano"
+	"github.com/troupe-ml/troupe/integrations/volcano/hypernodes"
 	"github.com/troupe-ml/troupe/internal/peers"
 	"github.com/troupe-ml/troupe/internal/testutil"
 )
@@ -35,10 +39,19 @@ var _ = Describe("Volcano's scheduler", Ordered, func() {
 
 	BeforeAll(func(ctx SpecContext) {
 		Expect(peers.InstallVolcano(ctx, suite.Env.Config)).To(Succeed())
+		// The Topology the operator generates HyperNodes from: racks of
+		// hosts. Only the GPU nodes of the topology specs have racks.
+		Expect(suite.Client.Create(ctx, testutil.MakeTopology(racksTopology).
+			Level("rack", rackLabel).Level("host", corev1.LabelHostname).Obj())).To(Succeed())
 		sched = startPeer(func(o peers.Options) (*peers.Process, error) {
-			return peers.StartVolcano(context.Background(), peers.VolcanoOptions{Options: o})
+			return peers.StartVolcano(context.Background(), peers.VolcanoOptions{
+				Options: o,
+				Plugins: append(peers.DefaultVolcanoPlugins(), "network-topology-aware"),
+			})
 		}, peers.VolcanoBinary)
-		op, err := testutil.StartOperatorWithFlags(suite.Env.Config, []string{"--gang-scheduler-name=" + volcano.Name})
+		op, err := testutil.StartOperatorWithFlags(suite.Env.Config, []string{
+			"--gang-scheduler-name=" + volcano.Name, "--volcano-hypernode-topology=" + racksTopology,
+		})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(op.Stop)
 	})
@@ -127,7 +140,85 @@ var _ = Describe("Volcano's scheduler", Ordered, func() {
 		Consistently(func(g Gomega) { noneBound(ctx, g, ns, shared, 4) }).
 			WithTimeout(stuckWatch).WithPolling(250 * time.Millisecond).Should(Succeed())
 	})
+
+	// racks makes two racks of two GPU nodes of 4 GPUs each, and a CPU
+	// node outside them, and waits until the operator has made the racks'
+	// HyperNodes. It returns the rack of each GPU node.
+	racks := func(ctx context.Context, ns string) map[string]string {
+		rackOf := map[string]string{}
+		poolsWith(ctx, ns, 1, 4, 4, func(i int, b *testutil.NodeBuilder) {
+			rack := fmt.Sprintf("%s-rack-%d", ns, i/2)
+			b.Label(rackLabel, rack)
+			rackOf[b.Obj().Name] = rack
+		})
+		Eventually(func(g Gomega) {
+			var list topologyv1alpha1.HyperNodeList
+			g.Expect(suite.Client.List(ctx, &list, client.MatchingLabels{hypernodes.TopologyLabel: racksTopology})).To(Succeed())
+			members := 0
+			for _, hn := range list.Items {
+				if strings.HasPrefix(hn.Annotations[hypernodes.DomainAnnotation], ns) {
+					members += len(hn.Spec.Members)
+				}
+			}
+			g.Expect(members).To(Equal(4))
+		}).WithTimeout(bindTimeout).Should(Succeed())
+		return rackOf
+	}
+	// rackPacked is the CPU Master and n Workers of 2 GPUs, the Workers
+	// packed in one rack, required.
+	rackPacked := func(name, ns string, n int32) *kubeflowv1.TFJob {
+		return testutil.MakeTFJob(name, ns).
+			ReplicaSpec(kubeflowv1.TFJobReplicaTypeMaster, cpuMaster("tensorflow")).
+			ReplicaSpec(kubeflowv1.TFJobReplicaTypeWorker, gpuWorker(n, "tensorflow", "2")).
+			GangPolicy(kubeflowv1.GangPolicy{Topology: &kubeflowv1.JobTopologyPolicy{TopologyPolicy: schedulingv1alpha1.TopologyPolicy{
+				TopologyName: racksTopology,
+				Levels:       []schedulingv1alpha1.TopologyLevelPolicy{{Level: "rack", Policy: schedulingv1alpha1.TopologyPack, Required: true}},
+			}}}).
+			Obj()
+	}
+
+	// Three Workers of 2 GPUs fit in one rack of 8 GPUs; Volcano's node
+	// order (least requested first) would spread them over three nodes,
+	// and so over both racks, without the rule.
+	It("binds a TFJob's Workers, with a required rack Pack, all in one rack, and its CPU Master outside the racks", func(ctx SpecContext) {
+		ns := suite.NewNamespace(ctx, "volcano-rack")
+		rackOf := racks(ctx, ns)
+		Expect(suite.Client.Create(ctx, rackPacked("packed", ns, 3))).To(Succeed())
+
+		pods := expectAllBound(ctx, ns, jobPods("packed"), 4)
+		expectPlaced(ctx, peers.VolcanoSchedulerName, pods)
+		used := map[string]bool{}
+		for _, p := range pods {
+			if p.Labels[kubeflowv1.ReplicaTypeLabel] == "worker" {
+				used[rackOf[p.Spec.NodeName]] = true
+			}
+		}
+		Expect(used).To(HaveLen(1), "the Workers' racks")
+	})
+
+	// Five Workers of 2 GPUs: 10 GPUs, more than a rack has, fewer than
+	// the two racks have.
+	It("binds nothing of a TFJob whose Workers fit in no one rack", func(ctx SpecContext) {
+		ns := suite.NewNamespace(ctx, "volcano-rack-full")
+		racks(ctx, ns)
+		Expect(suite.Client.Create(ctx, rackPacked("too-big", ns, 5))).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			pg := &volcanov1beta1.PodGroup{}
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "too-big"}, pg)).To(Succeed())
+			g.Expect(pg.Spec.SubGroupPolicy).To(HaveLen(1))
+			listPods(ctx, g, ns, jobPods("too-big"), 6)
+		}).WithTimeout(bindTimeout).Should(Succeed())
+		Consistently(func(g Gomega) { noneBound(ctx, g, ns, jobPods("too-big"), 6) }).
+			WithTimeout(stuckWatch).WithPolling(250 * time.Millisecond).Should(Succeed())
+	})
 })
+
+// The Topology of the topology specs, and its rack label.
+const (
+	racksTopology = "e2e-racks"
+	rackLabel     = "e2e.troupe.dev/rack"
+)
 
 // handMadeGang makes what the operator makes of job with the volcano
 // backend, by the same code: the PodGroup from integrations.ComputeGangSpec

@@ -34,6 +34,12 @@ var _ = Describe("TFJob and PyTorchJob gangs through the operator and troupe-sch
 			Expect(testutil.CreateReadyNode(ctx, suite.Client, cpu)).To(Succeed())
 			gpu := testutil.MakeNode(fmt.Sprintf("gpu-%d", i)).Capacity("32", "256Gi").GPU(8).Label(poolLabel, gpuPool).Obj()
 			Expect(testutil.CreateReadyNode(ctx, suite.Client, gpu)).To(Succeed())
+			// The other containers' schedulers must not find these nodes,
+			// nor this container's pending gangs.
+			DeferCleanup(func() {
+				Expect(client.IgnoreNotFound(suite.Client.Delete(ctx, cpu))).To(Succeed())
+				Expect(client.IgnoreNotFound(suite.Client.Delete(ctx, gpu))).To(Succeed())
+			})
 		}
 		op, err := testutil.StartOperatorWithFlags(suite.Env.Config, []string{"--gang-scheduler-name=troupe"})
 		Expect(err).NotTo(HaveOccurred())
@@ -64,6 +70,7 @@ var _ = Describe("TFJob and PyTorchJob gangs through the operator and troupe-sch
 
 	It("places a CPU-only chief on a CPU node and the GPU workers on GPU nodes, then runs", func() {
 		ns := suite.NewNamespace(ctx, "mixed")
+		DeferCleanup(deleteGangs, ctx, ns)
 		job := testutil.MakeTFJob("mixed", ns).
 			ReplicaSpec(kubeflowv1.TFJobReplicaTypeChief, testutil.MakeReplica(1, "tensorflow").
 				Request(corev1.ResourceCPU, "2").NodeSelector(poolLabel, cpuPool).Obj()).
@@ -107,14 +114,15 @@ var _ = Describe("TFJob and PyTorchJob gangs through the operator and troupe-sch
 	})
 
 	It("binds one of two gangs that cannot both fit, whole, and nothing of the other", func() {
-		// The previous spec's workers fill one GPU node, so 8 GPUs are free:
-		// each of these jobs wants 8, so only one of them fits at a time.
+		// The two GPU nodes have 16 GPUs: each of these jobs wants 12, so
+		// only one of them fits at a time.
 		ns := suite.NewNamespace(ctx, "contend")
+		DeferCleanup(deleteGangs, ctx, ns)
 		for _, name := range []string{"first", "second"} {
 			job := testutil.MakePyTorchJob(name, ns).
 				ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeMaster, testutil.MakeReplica(1, "pytorch").
 					Request(corev1.ResourceCPU, "1").Limit(testutil.GPU, "2").Obj()).
-				ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeWorker, testutil.MakeReplica(3, "pytorch").
+				ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeWorker, testutil.MakeReplica(5, "pytorch").
 					Request(corev1.ResourceCPU, "1").Limit(testutil.GPU, "2").Obj()).
 				Obj()
 			Expect(suite.Client.Create(ctx, job)).To(Succeed())
@@ -129,11 +137,11 @@ var _ = Describe("TFJob and PyTorchJob gangs through the operator and troupe-sch
 			return n
 		}
 		Eventually(func(g Gomega) {
-			g.Expect(boundCount(g, "first") + boundCount(g, "second")).To(Equal(4))
+			g.Expect(boundCount(g, "first") + boundCount(g, "second")).To(Equal(6))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			counts := []int{boundCount(g, "first"), boundCount(g, "second")}
-			g.Expect(counts).To(ConsistOf(4, 0), "a gang is bound whole or not at all")
+			g.Expect(counts).To(ConsistOf(6, 0), "a gang is bound whole or not at all")
 		}, 3*time.Second).Should(Succeed())
 	})
 })

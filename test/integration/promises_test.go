@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,10 +30,7 @@ import (
 // Each spec has its own namespace and nodes, labelled with the namespace,
 // and its jobs select those nodes alone.
 var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and troupe-scheduler", Ordered, ContinueOnFailure, func() {
-	const (
-		poolKey = "troupe.test/pool"
-		grace   = "--partial-gang-grace-period=2s"
-	)
+	const grace = "--partial-gang-grace-period=2s"
 	ctx := context.Background()
 
 	BeforeAll(func() {
@@ -43,199 +39,73 @@ var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and
 		DeferCleanup(op.Stop)
 	})
 
-	var ns string
-	BeforeEach(func() {
-		ns = suite.NewNamespace(ctx, "partial")
-		// envtest runs no kubelet: a bound pod that is deleted stays
-		// Terminating until something confirms its end. Play that part,
-		// so that deleted members go and their controller recreates them.
-		stop := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(200 * time.Millisecond):
-				}
-				var pods corev1.PodList
-				if err := suite.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
-					continue
-				}
-				for i := range pods.Items {
-					if p := &pods.Items[i]; p.DeletionTimestamp != nil {
-						_ = client.IgnoreNotFound(suite.Client.Delete(ctx, p, client.GracePeriodSeconds(0)))
-					}
-				}
-			}
-		}()
-		DeferCleanup(func() { close(stop) })
-	})
-
-	// node creates a Ready node of this spec's pool ("cpu" or "gpu").
-	node := func(name, kind string, gpus int) *corev1.Node {
-		b := testutil.MakeNode(ns+"-"+name).Capacity("16", "64Gi").Label(poolKey, ns+"-"+kind)
-		if gpus > 0 {
-			b.GPU(gpus)
-		}
-		n := b.Obj()
-		Expect(testutil.CreateReadyNode(ctx, suite.Client, n)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(suite.Client.Delete(ctx, n))).To(Succeed()) })
-		return n
-	}
-	// job is a PyTorchJob of a CPU-only master and workers of gpus GPUs
-	// each, on this spec's nodes; worker changes the workers' replica.
-	job := func(name string, workers int32, gpus string, worker func(*testutil.ReplicaBuilder)) *kubeflowv1.PyTorchJob {
-		w := testutil.MakeReplica(workers, "pytorch").Request(corev1.ResourceCPU, "1").Limit(testutil.GPU, gpus).
-			NodeSelector(poolKey, ns+"-gpu").TerminationGracePeriod(0)
-		if worker != nil {
-			worker(w)
-		}
-		j := testutil.MakePyTorchJob(name, ns).
-			ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeMaster, testutil.MakeReplica(1, "pytorch").
-				Request(corev1.ResourceCPU, "1").NodeSelector(poolKey, ns+"-cpu").TerminationGracePeriod(0).Obj()).
-			ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeWorker, w.Obj()).
-			Obj()
-		Expect(suite.Client.Create(ctx, j)).To(Succeed())
-		// Its pods and PodGroup would hold their share of the default
-		// queue for the next specs: envtest runs no garbage collector.
-		DeferCleanup(func() {
-			Expect(client.IgnoreNotFound(suite.Client.Delete(ctx, j))).To(Succeed())
-			Expect(suite.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))).To(Succeed())
-			Expect(suite.Client.DeleteAllOf(ctx, &schedulingv1alpha1.PodGroup{}, client.InNamespace(ns))).To(Succeed())
-		})
-		return j
-	}
-	// live returns the job's pods not being deleted.
-	live := func(g Gomega, name string) []corev1.Pod {
-		pods, err := testutil.JobPods(ctx, suite.Client, ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		return testutil.Live(pods)
-	}
-	bound := func(pods []corev1.Pod) map[string]string {
-		out := map[string]string{}
-		for _, p := range pods {
-			if p.Spec.NodeName != "" {
-				out[p.Name] = p.Spec.NodeName
-			}
-		}
-		return out
-	}
-	podGroup := func(g Gomega, name string) *schedulingv1alpha1.PodGroup {
-		pg := &schedulingv1alpha1.PodGroup{}
-		g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pg)).To(Succeed())
-		return pg
-	}
-	// whole waits until the job's members are all bound, the master on
-	// the CPU pool and the workers on workerNode (any GPU node if "").
-	whole := func(name string, members int, workerNode string) {
-		EventuallyWithOffset(1, func(g Gomega) {
-			pods := live(g, name)
-			g.Expect(pods).To(HaveLen(members))
-			got := bound(pods)
-			g.Expect(got).To(HaveLen(members), "bound: %v", got)
-			for _, p := range pods {
-				if p.Labels[kubeflowv1.ReplicaTypeLabel] == "master" {
-					g.Expect(p.Spec.NodeName).To(Equal(ns+"-cpu"), p.Name)
-				} else if workerNode != "" {
-					g.Expect(p.Spec.NodeName).To(Equal(workerNode), p.Name)
-				}
-			}
-		}, 60*time.Second).Should(Succeed())
-	}
-	// neverPartial checks for a while that no member is bound: the gang
-	// waits whole.
-	nothingBound := func(name string, d time.Duration) {
-		ConsistentlyWithOffset(1, func(g Gomega) {
-			g.Expect(bound(live(g, name))).To(BeEmpty())
-		}, d, 100*time.Millisecond).Should(Succeed())
-	}
-	podGroupEvents := func(g Gomega, name, reason string) []eventsv1.Event {
-		var list eventsv1.EventList
-		g.Expect(suite.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-		var out []eventsv1.Event
-		for _, e := range list.Items {
-			if e.Regarding.Kind == "PodGroup" && e.Regarding.Name == name && e.Reason == reason {
-				out = append(out, e)
-			}
-		}
-		return out
-	}
-	reclaimed := func(name string) {
-		EventuallyWithOffset(1, func(g Gomega) {
-			c := meta.FindStatusCondition(podGroup(g, name).Status.Conditions, schedulingv1alpha1.PodGroupPartial)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(Equal(schedulingv1alpha1.PodGroupReasonReclaimed))
-			g.Expect(c.Message).To(ContainSubstring("could not be completed"))
-			g.Expect(podGroupEvents(g, name, "Reclaimed")).NotTo(BeEmpty())
-		}, 60*time.Second).Should(Succeed())
-	}
+	var f *fixture
+	BeforeEach(func() { f = newFixture(ctx, "partial") })
 
 	It("binds nothing while workers wait for their scheduling gates, and the whole gang once they are removed", func() {
-		node("cpu", "cpu", 0)
-		node("gpu", "gpu", 8)
+		f.node("cpu", "cpu", 0)
+		f.node("gpu", "gpu", 8)
 		s, err := testutil.StartScheduler(suite.Env.Config, grace)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(s.Stop)
 
-		job("gated", 2, "2", func(w *testutil.ReplicaBuilder) { w.Gate("example.com/hold") })
+		f.job("gated", 2, "2", func(w *testutil.ReplicaBuilder) { w.Gate("example.com/hold") })
 		Eventually(func(g Gomega) {
-			c := meta.FindStatusCondition(podGroup(g, "gated").Status.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
+			c := meta.FindStatusCondition(f.podGroup(g, "gated").Status.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Reason).To(Equal(schedulingv1alpha1.PodGroupReasonSchedulingGated))
 			g.Expect(c.Message).To(ContainSubstring("2 of 3 members are waiting for scheduling gates: example.com/hold"))
 		}).Should(Succeed())
-		nothingBound("gated", 2*time.Second)
+		f.nothingBound("gated", 2*time.Second)
 
 		Eventually(func(g Gomega) {
-			for _, p := range live(g, "gated") {
+			for _, p := range f.live(g, "gated") {
 				if len(p.Spec.SchedulingGates) > 0 {
 					p.Spec.SchedulingGates = nil
 					g.Expect(suite.Client.Update(ctx, &p)).To(Succeed())
 				}
 			}
 		}).Should(Succeed())
-		whole("gated", 3, ns+"-gpu")
+		f.whole("gated", 3, f.ns+"-gpu")
 	})
 
 	It("reclaims a gang whose binds a node refuses after the grace period, then places it whole on another node", func() {
-		node("cpu", "cpu", 0)
-		refusing := node("gpu-refusing", "gpu", 8)
+		f.node("cpu", "cpu", 0)
+		refusing := f.node("gpu-refusing", "gpu", 8)
 		refuseBindsTo(ctx, refusing.Name)
 		s, err := testutil.StartScheduler(suite.Env.Config, grace)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(s.Stop)
 
-		job("refused", 2, "4", nil)
+		f.job("refused", 2, "4", nil)
 		// The master binds, the workers are refused: partial, then
 		// reclaimed once the workers find no other node in 2s.
 		Eventually(func(g Gomega) {
-			pg := podGroup(g, "refused")
+			pg := f.podGroup(g, "refused")
 			c := meta.FindStatusCondition(pg.Status.Conditions, schedulingv1alpha1.PodGroupPartial)
 			g.Expect(c).NotTo(BeNil(), "PodGroup status: %+v", pg.Status)
 		}).Should(Succeed())
-		reclaimed("refused")
+		f.reclaimed("refused")
 		// Its members come back (the master under a new UID) and wait whole:
 		// the refusing node is avoided, and nothing else fits.
-		Eventually(func(g Gomega) { g.Expect(live(g, "refused")).To(HaveLen(3)) }).Should(Succeed())
-		nothingBound("refused", 3*time.Second)
+		Eventually(func(g Gomega) { g.Expect(f.live(g, "refused")).To(HaveLen(3)) }).Should(Succeed())
+		f.nothingBound("refused", 3*time.Second)
 
-		other := node("gpu-ok", "gpu", 8)
-		whole("refused", 3, other.Name)
+		other := f.node("gpu-ok", "gpu", 8)
+		f.whole("refused", 3, other.Name)
 	})
 
 	It("places workers with required anti-affinity among themselves one per node", func() {
-		node("cpu", "cpu", 0)
+		f.node("cpu", "cpu", 0)
 		for i := range 3 {
-			node(fmt.Sprintf("gpu-%d", i), "gpu", 8)
+			f.node(fmt.Sprintf("gpu-%d", i), "gpu", 8)
 		}
 		s, err := testutil.StartScheduler(suite.Env.Config, grace)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(s.Stop)
 
 		// Without the rule the three 2-GPU workers bin-pack onto one node.
-		job("ddp", 3, "2", func(w *testutil.ReplicaBuilder) {
+		f.job("ddp", 3, "2", func(w *testutil.ReplicaBuilder) {
 			w.PodSpec(func(spec *corev1.PodSpec) {
 				spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 					RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
@@ -247,9 +117,9 @@ var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and
 				}}
 			})
 		})
-		whole("ddp", 4, "")
+		f.whole("ddp", 4, "")
 		hosts := map[string]bool{}
-		for _, p := range live(Default, "ddp") {
+		for _, p := range f.live(Default, "ddp") {
 			if p.Labels[kubeflowv1.ReplicaTypeLabel] == "worker" {
 				Expect(hosts).NotTo(HaveKey(p.Spec.NodeName), "two workers on %s", p.Spec.NodeName)
 				hosts[p.Spec.NodeName] = true
@@ -258,15 +128,15 @@ var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and
 	})
 
 	It("keeps a topology spread constraint's skew over the gang's own workers", func() {
-		node("cpu", "cpu", 0)
+		f.node("cpu", "cpu", 0)
 		for i := range 2 {
-			node(fmt.Sprintf("gpu-%d", i), "gpu", 8)
+			f.node(fmt.Sprintf("gpu-%d", i), "gpu", 8)
 		}
 		s, err := testutil.StartScheduler(suite.Env.Config, grace)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(s.Stop)
 
-		job("spread", 4, "1", func(w *testutil.ReplicaBuilder) {
+		f.job("spread", 4, "1", func(w *testutil.ReplicaBuilder) {
 			w.PodSpec(func(spec *corev1.PodSpec) {
 				spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
 					MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,
@@ -276,14 +146,14 @@ var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and
 				}}
 			})
 		})
-		whole("spread", 5, "")
+		f.whole("spread", 5, "")
 		perNode := map[string]int{}
-		for _, p := range live(Default, "spread") {
+		for _, p := range f.live(Default, "spread") {
 			if p.Labels[kubeflowv1.ReplicaTypeLabel] == "worker" {
 				perNode[p.Spec.NodeName]++
 			}
 		}
-		Expect(perNode).To(Equal(map[string]int{ns + "-gpu-0": 2, ns + "-gpu-1": 2}))
+		Expect(perNode).To(Equal(map[string]int{f.ns + "-gpu-0": 2, f.ns + "-gpu-1": 2}))
 	})
 
 	Context("with the scheduler as a process of its own, killed in the middle of a commit", func() {
@@ -312,11 +182,11 @@ var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and
 		killMidCommit := func(name string, members int) map[string]types.UID {
 			p := scheduler("--bind-workers=1", "--kube-api-qps=4", "--kube-api-burst=1")
 			Eventually(func(g Gomega) {
-				g.Expect(bound(live(g, name))).NotTo(BeEmpty())
+				g.Expect(f.bound(f.live(g, name))).NotTo(BeEmpty())
 			}, 60*time.Second, 10*time.Millisecond).Should(Succeed())
 			Expect(p.Kill()).To(Succeed())
 			held := map[string]types.UID{}
-			for _, pod := range live(Default, name) {
+			for _, pod := range f.live(Default, name) {
 				if pod.Spec.NodeName != "" {
 					held[pod.Name] = pod.UID
 				}
@@ -327,16 +197,16 @@ var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and
 		}
 
 		It("leaves a partial gang that the next scheduler completes", func() {
-			node("cpu", "cpu", 0)
-			node("gpu", "gpu", 8)
-			job("killed", 4, "2", nil)
+			f.node("cpu", "cpu", 0)
+			f.node("gpu", "gpu", 8)
+			f.job("killed", 4, "2", nil)
 			held := killMidCommit("killed", 5)
 
 			scheduler(grace)
-			whole("killed", 5, ns+"-gpu")
+			f.whole("killed", 5, f.ns+"-gpu")
 			// Completed, not reclaimed: the members bound before the kill
 			// are the same pods.
-			for _, pod := range live(Default, "killed") {
+			for _, pod := range f.live(Default, "killed") {
 				if uid, ok := held[pod.Name]; ok {
 					Expect(pod.UID).To(Equal(uid), "member %s was recreated: the gang was reclaimed instead of completed", pod.Name)
 				}
@@ -344,9 +214,9 @@ var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and
 		})
 
 		It("leaves a partial gang that cannot be completed: the next scheduler reclaims it after the grace period", func() {
-			cpu := node("cpu", "cpu", 0)
-			gpu := node("gpu", "gpu", 8)
-			job("stranded", 4, "2", nil)
+			cpu := f.node("cpu", "cpu", 0)
+			gpu := f.node("gpu", "gpu", 8)
+			f.job("stranded", 4, "2", nil)
 			killMidCommit("stranded", 5)
 			// Nothing more can be placed: both nodes cordoned.
 			for _, n := range []*corev1.Node{cpu, gpu} {
@@ -354,14 +224,14 @@ var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and
 			}
 
 			scheduler(grace)
-			reclaimed("stranded")
-			Eventually(func(g Gomega) { g.Expect(live(g, "stranded")).To(HaveLen(5)) }).Should(Succeed())
-			nothingBound("stranded", 3*time.Second)
+			f.reclaimed("stranded")
+			Eventually(func(g Gomega) { g.Expect(f.live(g, "stranded")).To(HaveLen(5)) }).Should(Succeed())
+			f.nothingBound("stranded", 3*time.Second)
 
 			for _, n := range []*corev1.Node{cpu, gpu} {
 				Expect(suite.Client.Patch(ctx, n, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"unschedulable":false}}`)))).To(Succeed())
 			}
-			whole("stranded", 5, gpu.Name)
+			f.whole("stranded", 5, gpu.Name)
 		})
 	})
 })

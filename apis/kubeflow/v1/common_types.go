@@ -67,7 +67,30 @@ type JobStatus struct {
 	// runPolicy.gangPolicy.restartPolicy is Gang.
 	// +optional
 	Gang *GangStatus `json:"gang,omitempty"`
+
+	// State is the job's state in one word, what kubectl's STATE column
+	// shows: Failed, Succeeded, Suspended, Restarting or Running (the
+	// condition of that type is true), GangPending (created, its gang not
+	// running yet: the GangScheduled condition says why), or Created.
+	// Upstream's column shows the type of the last condition, which reads
+	// "GangScheduled" for a gang that is not.
+	// +optional
+	State JobState `json:"state,omitempty"`
 }
+
+// JobState is a job's state in one word.
+type JobState string
+
+// The job states, in the order they win when several hold.
+const (
+	JobStateFailed      JobState = "Failed"
+	JobStateSucceeded   JobState = "Succeeded"
+	JobStateSuspended   JobState = "Suspended"
+	JobStateRestarting  JobState = "Restarting"
+	JobStateRunning     JobState = "Running"
+	JobStateGangPending JobState = "GangPending"
+	JobStateCreated     JobState = "Created"
+)
 
 // ManagedByTrainingOperator is the runPolicy.managedBy value (or its absence)
 // that means this operator reconciles the job; any other value belongs to

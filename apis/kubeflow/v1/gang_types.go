@@ -3,6 +3,8 @@ package v1
 import (
 	kfv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 )
 
 // GangPolicy is Troupe's gang block of spec.runPolicy: how the job's
@@ -92,6 +94,34 @@ type GangPolicy struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] >= 0)",messageExpression="'gangPolicy.minMembers[' + self.filter(k, self[k] < 0)[0] + ']: must be greater than or equal to 0'"
 	// +optional
 	MinMembers map[kfv1.ReplicaType]int32 `json:"minMembers,omitempty"`
+
+	// Topology places the members of some replica types on a Topology's
+	// tree of network domains (scheduling.troupe.dev), by a rule per level:
+	// pack, spread or partition, with a range or a factor per domain,
+	// required or preferred. Troupe's scheduler places the gang by it,
+	// members in rank order along the tree; the Volcano backend translates
+	// it to Volcano's network topology; a backend that cannot express it
+	// refuses a required rule (condition GangScheduled False) and runs a
+	// preferred one without it. See docs/topology.md.
+	//
+	// +optional
+	Topology *JobTopologyPolicy `json:"topology,omitempty"`
+}
+
+// JobTopologyPolicy is a topology policy and the replica types it places.
+type JobTopologyPolicy struct {
+	schedulingv1alpha1.TopologyPolicy `json:",inline"`
+
+	// ReplicaTypes are the replica types whose members the policy places;
+	// the others go wherever they fit (a CPU-only chief or parameter server
+	// need not sit in the GPU rack). Default: the replica types that ask
+	// for GPUs (a resource whose name contains "gpu"), or every replica
+	// type when none does.
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=5
+	ReplicaTypes []kfv1.ReplicaType `json:"replicaTypes,omitempty"`
 }
 
 // GangRestartPolicy is the scope of a restart.

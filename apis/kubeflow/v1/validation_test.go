@@ -500,6 +500,14 @@ var _ = Describe("Job validation", func() {
 		Entry("MPIJob: negative minMembers",
 			mpiJob(set("spec.runPolicy.gangPolicy.minMembers", obj{"Worker": -1})),
 			"spec.runPolicy.gangPolicy.minMembers", "gangPolicy.minMembers[Worker]: must be greater than or equal to 0"),
+		Entry("PyTorchJob: a topology policy for a replica type the job does not have",
+			pytorchJob(set("spec.runPolicy.gangPolicy.topology", obj{
+				"levels": []interface{}{obj{"level": "rack", "required": true}}, "replicaTypes": []interface{}{"Worker", "PS"},
+			})),
+			"spec.runPolicy.gangPolicy.topology.replicaTypes", "runPolicy.gangPolicy.topology.replicaTypes: PS is not a replica type of this job"),
+		Entry("TFJob: a topology rule with partitions and policy Pack",
+			tfJob(set("spec.runPolicy.gangPolicy.topology", obj{"levels": []interface{}{obj{"level": "rack", "partitions": 2}}})),
+			"spec.runPolicy.gangPolicy.topology.levels[0].partitions", "required with policy Partition, and only with it"),
 	)
 
 	DescribeTable("accepts boundary values that are valid, and stores them unchanged",
@@ -566,6 +574,15 @@ var _ = Describe("Job validation", func() {
 			set("spec.pytorchReplicaSpecs.Worker.restartPolicy", "OnFailure"),
 			set("spec.runPolicy.gangPolicy.restartPolicy", "Gang"),
 			set("spec.runPolicy.gangPolicy.minMembers", obj{"Master": 1, "Worker": 1}))),
+		Entry("MPIJob: a topology policy of the workers, partitioned over racks and packed on hosts in pairs", mpiJob(
+			set("spec.runPolicy.gangPolicy.topology", obj{
+				"topologyName": "gpu-fabric",
+				"replicaTypes": []interface{}{"worker"},
+				"levels": []interface{}{
+					obj{"level": "rack", "policy": "Partition", "partitions": 2, "required": true},
+					obj{"level": "host", "factor": 2, "range": obj{"min": 2, "max": 4}},
+				},
+			}))),
 		Entry("MPIJob: restartPolicy Always with the default (Pod) gang policy", mpiJob(
 			set("spec.mpiReplicaSpecs.Worker.restartPolicy", "Always"),
 			set("spec.runPolicy.gangPolicy.maxRestarts", 5))),

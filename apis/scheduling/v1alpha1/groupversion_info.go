@@ -1,6 +1,8 @@
 // Package v1alpha1 holds Troupe's scheduling.troupe.dev/v1alpha1 API: the
 // PodGroup, which tells Troupe's gang scheduler which pods must start
-// together, and the Queue, which shares the cluster between PodGroups.
+// together, the Queue, which shares the cluster between PodGroups, and the
+// Topology, the tree of network domains a PodGroup's topology policy
+// places its members on.
 //
 // The shapes follow the Coscheduling KEP (scheduler-plugins'
 // scheduling.x-k8s.io PodGroup) and Volcano's scheduling.volcano.sh PodGroup
@@ -50,10 +52,11 @@ var (
 	// GroupVersion is scheduling.troupe.dev/v1alpha1.
 	GroupVersion = schema.GroupVersion{Group: "scheduling.troupe.dev", Version: "v1alpha1"}
 
-	// SchemeBuilder registers PodGroup and Queue with a runtime.Scheme.
+	// SchemeBuilder registers PodGroup, Queue and Topology with a
+	// runtime.Scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
-	// AddToScheme adds PodGroup and Queue to a scheme.
+	// AddToScheme adds PodGroup, Queue and Topology to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
@@ -63,6 +66,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&PodGroupList{},
 		&Queue{},
 		&QueueList{},
+		&Topology{},
+		&TopologyList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

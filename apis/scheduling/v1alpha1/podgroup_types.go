@@ -72,8 +72,13 @@ const (
 	// the gang first of all, and reclaims the bound members (deletes them,
 	// for their controller to recreate) once the partial-gang grace period
 	// has passed since then. It turns False with reason Reclaimed (the
-	// message says why) or Whole.
+	// message says why), Whole, or NoneBound.
 	PodGroupPartial = "Partial"
+	// PodGroupTopologySatisfied is True when the members spec.topology
+	// covers were placed by every rule, False (reason PreferenceNotMet)
+	// when a preferred rule could not be kept, its message saying how far
+	// the placement is from it.
+	PodGroupTopologySatisfied = "TopologySatisfied"
 )
 
 // Reasons of the Scheduled and Unschedulable conditions.
@@ -126,8 +131,24 @@ const (
 	// period; their controller recreates them, and the gang is placed
 	// whole or not at all.
 	PodGroupReasonReclaimed = "Reclaimed"
+	// PodGroupReasonTopologyNotSatisfied (Unschedulable=True): a required
+	// topology rule cannot be kept now; the message says why, level by
+	// level.
+	PodGroupReasonTopologyNotSatisfied = "TopologyNotSatisfied"
+	// PodGroupReasonTopologyNotFound (Unschedulable=True): spec.topology
+	// names a Topology that does not exist, or a level it does not have.
+	PodGroupReasonTopologyNotFound = "TopologyNotFound"
+	// PodGroupReasonRulesKept (TopologySatisfied=True).
+	PodGroupReasonRulesKept = "RulesKept"
+	// PodGroupReasonPreferenceNotMet (TopologySatisfied=False).
+	PodGroupReasonPreferenceNotMet = "PreferenceNotMet"
+
 	// PodGroupReasonWhole (Partial=False): the gang is whole again.
 	PodGroupReasonWhole = "Whole"
+	// PodGroupReasonNoneBound (Partial=False): no member is bound any more
+	// (the gang is being torn down, or its members were deleted); the gang
+	// is placed whole or not at all when its pods are recreated.
+	PodGroupReasonNoneBound = "NoneBound"
 )
 
 // PodGroup is a set of pods that are worth running only together: the
@@ -229,6 +250,31 @@ type PodGroupSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ScheduleTimeoutSeconds *int32 `json:"scheduleTimeoutSeconds,omitempty"`
+
+	// Topology places the members of the listed roles on a Topology's tree
+	// of network domains, by a rule per level; unset, the members go
+	// wherever they fit.
+	//
+	// +optional
+	Topology *PodGroupTopology `json:"topology,omitempty"`
+}
+
+// PodGroupTopology is a topology policy and the roles it covers.
+type PodGroupTopology struct {
+	TopologyPolicy `json:",inline"`
+
+	// Roles are the roles (volcano.sh/task-spec values) whose members the
+	// policy places, in rank order: the scheduler places the members along
+	// the tree role by role in this order and, within a role, by their
+	// replica index (the label training.kubeflow.org/replica-index), so
+	// that members whose ranks are next to each other are placed next to
+	// each other. Empty means every role, by name.
+	//
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=63
+	Roles []string `json:"roles,omitempty"`
 }
 
 // PodGroupStatus is the scheduler's view of the gang. Only the scheduler
@@ -289,6 +335,38 @@ type PodGroupStatus struct {
 	//
 	// +optional
 	ScheduleEndTime *metav1.Time `json:"scheduleEndTime,omitempty"`
+
+	// Topology is where the members spec.topology covers were placed,
+	// level by level, when the gang was last placed.
+	//
+	// +optional
+	Topology *TopologyPlacement `json:"topology,omitempty"`
+}
+
+// TopologyPlacement is a gang's placement on a Topology's tree.
+type TopologyPlacement struct {
+	// Levels are the topology's levels, top to bottom, with the domains
+	// the covered members were placed in.
+	//
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Levels []LevelPlacement `json:"levels"`
+}
+
+// LevelPlacement is where a gang's covered members are at one level.
+type LevelPlacement struct {
+	Level string `json:"level"`
+	// Domains are the domains used, with the members in each, in the
+	// order the members' ranks follow.
+	//
+	// +listType=atomic
+	Domains []DomainMembers `json:"domains"`
+}
+
+// DomainMembers is a domain and how many of a gang's members it holds.
+type DomainMembers struct {
+	Name    string `json:"name"`
+	Members int32  `json:"members"`
 }
 
 // +kubebuilder:object:root=true

@@ -92,6 +92,33 @@ func podGroup(mods ...mod) *unstructured.Unstructured {
 	return newObject("PodGroup", obj{"minMember": 2}, mods...)
 }
 
+// topology is a valid Topology of blocks, racks and hosts, changed by mods.
+func topology(mods ...mod) *unstructured.Unstructured {
+	return newObject("Topology", obj{"levels": []interface{}{
+		obj{"name": "block", "nodeLabel": "example.com/block"},
+		obj{"name": "rack", "nodeLabel": "example.com/rack"},
+		obj{"name": "host", "nodeLabel": "kubernetes.io/hostname"},
+	}}, mods...)
+}
+
+// level is a topology policy's rule for one level.
+func level(name string, fields obj) obj {
+	out := obj{"level": name}
+	for k, v := range fields {
+		out[k] = jsonValue(v)
+	}
+	return out
+}
+
+// withTopology gives a PodGroup a topology policy of these rules.
+func withTopology(levels ...obj) mod {
+	list := make([]interface{}, len(levels))
+	for i, l := range levels {
+		list[i] = l
+	}
+	return set("spec.topology", obj{"levels": list, "roles": []interface{}{"worker"}})
+}
+
 // queue is a valid Queue, with every field the defaults would fill in
 // left out, changed by mods.
 func queue(mods ...mod) *unstructured.Unstructured {
@@ -197,7 +224,9 @@ var _ = Describe("PodGroup and Queue validation", func() {
 	It("accepts the base objects the rejection cases are built from", func(ctx context.Context) {
 		// Each rejection case changes one thing in one of these; were a
 		// base invalid, a case could pass for the wrong reason.
-		for _, u := range []*unstructured.Unstructured{podGroup(), queue()} {
+		for _, u := range []*unstructured.Unstructured{podGroup(), queue(), topology(),
+			podGroup(withTopology(level("rack", obj{"policy": "Partition", "partitions": 2, "required": true}),
+				level("host", obj{"range": obj{"min": 2, "max": 4}, "factor": 2})))} {
 			_, err := create(ctx, u)
 			Expect(err).NotTo(HaveOccurred(), "base %s", u.GetKind())
 		}
@@ -265,6 +294,40 @@ var _ = Describe("PodGroup and Queue validation", func() {
 			podGroup(set("spec.queue", "Team_A")), "spec.queue", dnsSubdomain),
 		Entry("PodGroup: priorityClassName that is not a PriorityClass name",
 			podGroup(set("spec.priorityClassName", "High Priority")), "spec.priorityClassName", dnsSubdomain),
+
+		// PodGroup: topology policy.
+		Entry("PodGroup: a topology policy without levels",
+			podGroup(set("spec.topology", obj{"levels": []interface{}{}})), "spec.topology.levels", "should have at least 1 items"),
+		Entry("PodGroup: partitions without policy Partition",
+			podGroup(withTopology(level("rack", obj{"partitions": 2}))), "spec.topology.levels[0].partitions", "required with policy Partition, and only with it"),
+		Entry("PodGroup: policy Partition without partitions",
+			podGroup(withTopology(level("rack", obj{"policy": "Partition"}))), "spec.topology.levels[0].partitions", "required with policy Partition"),
+		Entry("PodGroup: one partition",
+			podGroup(withTopology(level("rack", obj{"policy": "Partition", "partitions": 1}))), "spec.topology.levels[0].partitions", "greater than or equal to 2"),
+		Entry("PodGroup: a range whose max is below its min",
+			podGroup(withTopology(level("host", obj{"range": obj{"min": 4, "max": 2}}))), "spec.topology.levels[0].range.max", "must not be smaller than range.min"),
+		Entry("PodGroup: factor 0",
+			podGroup(withTopology(level("host", obj{"factor": 0}))), "spec.topology.levels[0].factor", "greater than or equal to 1"),
+		Entry("PodGroup: unknown policy",
+			podGroup(withTopology(level("rack", obj{"policy": "Scatter"}))), "spec.topology.levels[0].policy", `Unsupported value: "Scatter"`, `"Pack", "Spread", "Partition"`),
+		Entry("PodGroup: a level twice",
+			podGroup(withTopology(level("rack", obj{}), level("rack", obj{"policy": "Spread"}))), "spec.topology.levels[1]", "Duplicate value"),
+
+		// Topology.
+		Entry("Topology: no levels", topology(set("spec.levels", []interface{}{})), "spec.levels", "should have at least 1 items"),
+		Entry("Topology: no spec", topology(del("spec")), "spec", "Required value"),
+		Entry("Topology: two levels of one name",
+			topology(set("spec.levels", []interface{}{obj{"name": "rack", "nodeLabel": "a.example/rack"}, obj{"name": "rack", "nodeLabel": "b.example/rack"}})),
+			"spec.levels[1]", "Duplicate value"),
+		Entry("Topology: two levels on one node label",
+			topology(set("spec.levels", []interface{}{obj{"name": "rack", "nodeLabel": "example.com/rack"}, obj{"name": "row", "nodeLabel": "example.com/rack"}})),
+			"spec.levels", "each nodeLabel may name one level only"),
+		Entry("Topology: a level name that is no DNS label",
+			topology(set("spec.levels", []interface{}{obj{"name": "Rack_1", "nodeLabel": "example.com/rack"}})),
+			"spec.levels[0].name", "should match"),
+		Entry("Topology: a node label that is no label key",
+			topology(set("spec.levels", []interface{}{obj{"name": "rack", "nodeLabel": "example.com/rack/x"}})),
+			"spec.levels[0].nodeLabel", "should match"),
 
 		// Queue.
 		Entry("Queue: weight 0", queue(set("spec.weight", 0)), "spec.weight", weight),

@@ -1,5 +1,6 @@
 // Package testing has builders for the scheduler's tests: nodes, pods, jobs,
-// queues and snapshots, in the MakeX(...).Field(...).Obj() style.
+// queues, storage objects and snapshots, in the MakeX(...).Field(...).Obj()
+// style.
 //
 // Import it under a short name (the scheduler's tests use st), as it
 // shadows the standard library's testing.
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -470,6 +472,209 @@ func MustSnapshot(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*api.JobInfo,
 		queues = []*api.QueueInfo{MakeQueue(api.DefaultQueue)}
 	}
 	s, err := api.NewSnapshot(api.Cluster{Nodes: nodes, Pods: pods, Jobs: jobs, Queues: queues, JobOf: JobOf})
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Claim adds a volume named volume that mounts the claim
+// (spec.volumes[].persistentVolumeClaim).
+func (p *PodWrapper) Claim(volume, claim string) *PodWrapper {
+	return p.Volume(corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
+	}})
+}
+
+// Ephemeral adds a generic ephemeral volume named volume whose claim
+// template asks for class (spec.volumes[].ephemeral); its claim is
+// <pod>-<volume> (EphemeralClaim makes one).
+func (p *PodWrapper) Ephemeral(volume, class string) *PodWrapper {
+	return p.Volume(corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{
+		Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}},
+		}},
+	}})
+}
+
+// Volume adds a volume.
+func (p *PodWrapper) Volume(v corev1.Volume) *PodWrapper {
+	p.Spec.Volumes = append(p.Spec.Volumes, v)
+	return p
+}
+
+// PVCWrapper builds a PersistentVolumeClaim.
+type PVCWrapper struct{ corev1.PersistentVolumeClaim }
+
+// MakePVC returns an unbound ReadWriteOnce claim namespace/name of 1Gi
+// without a StorageClass.
+func MakePVC(namespace, name string) *PVCWrapper {
+	return &PVCWrapper{corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID("pvc-" + namespace + "/" + name)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
+	}}
+}
+
+// Class sets spec.storageClassName.
+func (c *PVCWrapper) Class(name string) *PVCWrapper {
+	c.Spec.StorageClassName = &name
+	return c
+}
+
+// AccessModes sets spec.accessModes.
+func (c *PVCWrapper) AccessModes(modes ...corev1.PersistentVolumeAccessMode) *PVCWrapper {
+	c.Spec.AccessModes = modes
+	return c
+}
+
+// BoundTo binds the claim to volume as the PV controller does: the
+// volume's name, the bind-completed annotation (what kube-scheduler takes
+// for "bound") and phase Bound.
+func (c *PVCWrapper) BoundTo(volume string) *PVCWrapper {
+	c.Spec.VolumeName = volume
+	metav1.SetMetaDataAnnotation(&c.ObjectMeta, "pv.kubernetes.io/bind-completed", "yes")
+	c.Status.Phase = corev1.ClaimBound
+	return c
+}
+
+// PreBound names a volume without the PV controller's having completed
+// the binding: a user's pre-bound claim.
+func (c *PVCWrapper) PreBound(volume string) *PVCWrapper {
+	c.Spec.VolumeName = volume
+	return c
+}
+
+// OwnedBy makes pod the claim's controller, as the ephemeral volume
+// controller does for the claim of a pod's generic ephemeral volume.
+func (c *PVCWrapper) OwnedBy(pod *corev1.Pod) *PVCWrapper {
+	yes := true
+	c.OwnerReferences = append(c.OwnerReferences, metav1.OwnerReference{
+		APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: &yes, BlockOwnerDeletion: &yes,
+	})
+	return c
+}
+
+// Terminating marks the claim as being deleted.
+func (c *PVCWrapper) Terminating() *PVCWrapper {
+	now := metav1.NewTime(time.Unix(0, 0))
+	c.DeletionTimestamp = &now
+	return c
+}
+
+// Phase sets status.phase.
+func (c *PVCWrapper) Phase(phase corev1.PersistentVolumeClaimPhase) *PVCWrapper {
+	c.Status.Phase = phase
+	return c
+}
+
+// Obj returns the claim.
+func (c *PVCWrapper) Obj() *corev1.PersistentVolumeClaim { return &c.PersistentVolumeClaim }
+
+// EphemeralClaim returns the claim the ephemeral volume controller makes
+// for pod's generic ephemeral volume: <pod>-<volume>, owned by the pod.
+func EphemeralClaim(pod *corev1.Pod, volume string) *PVCWrapper {
+	return MakePVC(pod.Namespace, pod.Name+"-"+volume).OwnedBy(pod)
+}
+
+// PVWrapper builds a PersistentVolume.
+type PVWrapper struct{ corev1.PersistentVolume }
+
+// MakePV returns an available 1Gi ReadWriteOnce volume with no source
+// until Local or CSI gives it one.
+func MakePV(name string) *PVWrapper {
+	return &PVWrapper{corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("pv-" + name)},
+		Spec: corev1.PersistentVolumeSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+		},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeAvailable},
+	}}
+}
+
+// Local makes it a local volume at path on node: a local volume must
+// have node affinity, here kubernetes.io/hostname In [node].
+func (v *PVWrapper) Local(node, path string) *PVWrapper {
+	v.Spec.Local = &corev1.LocalVolumeSource{Path: path}
+	return v.NodeAffinity(corev1.LabelHostname, node)
+}
+
+// NodeAffinity adds a required node affinity term: key In values.
+func (v *PVWrapper) NodeAffinity(key string, values ...string) *PVWrapper {
+	if v.Spec.NodeAffinity == nil {
+		v.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{}}
+	}
+	req := v.Spec.NodeAffinity.Required
+	req.NodeSelectorTerms = append(req.NodeSelectorTerms, corev1.NodeSelectorTerm{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}},
+	})
+	return v
+}
+
+// CSI makes it a volume of a CSI driver, with handle.
+func (v *PVWrapper) CSI(driver, handle string) *PVWrapper {
+	v.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: handle}
+	return v
+}
+
+// Label sets a label (a zone, for VolumeZone).
+func (v *PVWrapper) Label(k, val string) *PVWrapper {
+	metav1.SetMetaDataLabel(&v.ObjectMeta, k, val)
+	return v
+}
+
+// ClaimRef binds the volume to claim namespace/name (phase Bound).
+func (v *PVWrapper) ClaimRef(namespace, name string) *PVWrapper {
+	v.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: namespace, Name: name}
+	v.Status.Phase = corev1.VolumeBound
+	return v
+}
+
+// Obj returns the volume.
+func (v *PVWrapper) Obj() *corev1.PersistentVolume { return &v.PersistentVolume }
+
+// MakeStorageClass returns a StorageClass of a made-up provisioner that
+// binds in mode.
+func MakeStorageClass(name string, mode storagev1.VolumeBindingMode) *storagev1.StorageClass {
+	return &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: name},
+		Provisioner:       "example.com/" + name,
+		VolumeBindingMode: &mode,
+	}
+}
+
+// CSINodeWrapper builds a CSINode.
+type CSINodeWrapper struct{ storagev1.CSINode }
+
+// MakeCSINode returns the CSINode of node, without drivers.
+func MakeCSINode(node string) *CSINodeWrapper {
+	return &CSINodeWrapper{storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: node}}}
+}
+
+// Driver adds a driver that can attach count volumes to the node; a
+// negative count leaves allocatable unset (no limit).
+func (n *CSINodeWrapper) Driver(name string, count int32) *CSINodeWrapper {
+	d := storagev1.CSINodeDriver{Name: name, NodeID: n.Name}
+	if count >= 0 {
+		d.Allocatable = &storagev1.VolumeNodeResources{Count: &count}
+	}
+	n.Spec.Drivers = append(n.Spec.Drivers, d)
+	return n
+}
+
+// Obj returns the CSINode.
+func (n *CSINodeWrapper) Obj() *storagev1.CSINode { return &n.CSINode }
+
+// MustSnapshotWithStorage is MustSnapshot with storage objects.
+func MustSnapshotWithStorage(nodes []*corev1.Node, pods []*corev1.Pod, jobs []*api.JobInfo, storage api.StorageObjects) *api.Snapshot {
+	s, err := api.NewSnapshot(api.Cluster{
+		Nodes: nodes, Pods: pods, Jobs: jobs, Queues: []*api.QueueInfo{MakeQueue(api.DefaultQueue)},
+		Storage: storage.Index(), JobOf: JobOf,
+	})
 	if err != nil {
 		panic(err)
 	}

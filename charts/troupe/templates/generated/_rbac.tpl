@@ -77,10 +77,30 @@
   - watch
 - apiGroups:
   - scheduling.troupe.dev
+  resources:
+  - topologies
+  verbs:
+  - get
+  - list
+  - watch
+- apiGroups:
+  - scheduling.troupe.dev
   - scheduling.volcano.sh
   - scheduling.x-k8s.io
   resources:
   - podgroups
+  verbs:
+  - create
+  - delete
+  - get
+  - list
+  - patch
+  - update
+  - watch
+- apiGroups:
+  - topology.volcano.sh
+  resources:
+  - hypernodes
   verbs:
   - create
   - delete
@@ -108,6 +128,8 @@
   resources:
   - namespaces
   - nodes
+  - persistentvolumeclaims
+  - persistentvolumes
   verbs:
   - get
   - list
@@ -154,6 +176,7 @@
   - scheduling.troupe.dev
   resources:
   - podgroups
+  - topologies
   verbs:
   - get
   - list
@@ -172,6 +195,15 @@
   - queues
   verbs:
   - create
+  - get
+  - list
+  - watch
+- apiGroups:
+  - storage.k8s.io
+  resources:
+  - csinodes
+  - storageclasses
+  verbs:
   - get
   - list
   - watch
