@@ -125,6 +125,21 @@ bench-smoke: ## The harness at a tiny scale, each kind of placer: fails on a gan
 	$(BENCH) --scale=0.02 --hold=1s --settle=6s --trailing=0s --run-timeout=2m --check --command="make bench-smoke" \
 		--placers=null,troupe,volcano,coscheduling --scenarios=S1,S2,S3,S4,Q,S5 $(BENCH_FLAGS) >/dev/null
 
+##@ Soak
+
+# SOAK_SEED empty draws a fresh seed, printed at the start and in the
+# summary; a failing run's seed replays the same choices of the driver.
+SOAK_DURATION ?= 10m
+SOAK_SEED ?=
+SOAK_FLAGS ?=
+
+.PHONY: soak
+soak: build ## The chaos soak (test/soak): two operators and two schedulers with leader election, their leaders SIGKILLed and SIGSTOPped under a seeded churn of jobs and faults, invariants checked throughout; fails on any violation, printing the seed.
+	cp="$$(hack/controlplane.sh)" && kwok="$$(hack/kwok.sh)" && \
+	bin/soak --control-plane-dir="$$cp" --kwok-dir="$$kwok" --operator=bin/operator --scheduler=bin/scheduler \
+		--duration=$(SOAK_DURATION) $(if $(SOAK_SEED),--seed=$(SOAK_SEED)) \
+		--command="make soak SOAK_DURATION=$(SOAK_DURATION)$(if $(SOAK_FLAGS), SOAK_FLAGS='$(SOAK_FLAGS)')" $(SOAK_FLAGS)
+
 $(CONTROLLER_GEN):
 	GOBIN=$(dir $@) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 

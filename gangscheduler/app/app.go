@@ -120,6 +120,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 		// a pod's bytes and the scheduler never reads them.
 		Cache: ctrlcache.Options{DefaultTransform: ctrlcache.TransformStripManagedFields()},
 	}
+	opts.LeaderElection.Apply(&mgrOpts)
 	for _, tune := range tuning {
 		tune(&mgrOpts)
 	}

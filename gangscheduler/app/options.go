@@ -12,6 +12,7 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/actions"
 	"github.com/troupe-ml/troupe/gangscheduler/config"
 	"github.com/troupe-ml/troupe/gangscheduler/scheduler"
+	"github.com/troupe-ml/troupe/internal/cmdutil"
 )
 
 // DefaultSchedulerName is the spec.schedulerName of the pods the scheduler
@@ -27,6 +28,7 @@ type Options struct {
 	LeaderElect             bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
+	LeaderElection          cmdutil.LeaderElectionTiming
 	MetricsBindAddress      string
 	HealthProbeBindAddress  string
 	PprofBindAddress        string
@@ -49,6 +51,7 @@ func NewOptions() *Options {
 	return &Options{
 		SchedulerName:          DefaultSchedulerName,
 		LeaderElectionID:       "troupe-scheduler.troupe.dev",
+		LeaderElection:         cmdutil.DefaultLeaderElectionTiming(),
 		MetricsBindAddress:     ":8090",
 		HealthProbeBindAddress: ":8091",
 		QPS:                    50,
@@ -69,6 +72,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader, so that only one replica of the scheduler binds at a time.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease used for leader election.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader-election Lease (default: the scheduler's own).")
+	o.LeaderElection.BindFlags(fs)
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; 0 turns it off.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints; 0 turns them off.")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address of Go's /debug/pprof endpoints, for profiling; empty or 0 turns them off.")
@@ -91,6 +95,7 @@ func (o *Options) Validate() error {
 	if o.LeaderElect && o.LeaderElectionID == "" {
 		errs = append(errs, errors.New("--leader-election-id: must not be empty when --leader-elect is set"))
 	}
+	errs = append(errs, o.LeaderElection.Validate()...)
 	if o.LeaderElectionNamespace != "" {
 		if msgs := validation.IsDNS1123Label(o.LeaderElectionNamespace); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("--leader-election-namespace: %q is not a valid namespace name: %s", o.LeaderElectionNamespace, strings.Join(msgs, "; ")))

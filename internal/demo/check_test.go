@@ -345,26 +345,3 @@ func TestRenderGangRestarts(t *testing.T) {
 		"\n[ 12.0s] failing pytorch-gang-worker-1 with exit code 137 (kwok chaos stage)\n",
 	)
 }
-
-func TestIsDemoProcess(t *testing.T) {
-	const dir = "/tmp/troupe-demo"
-	cases := []struct {
-		argv []string
-		want bool
-	}{
-		{[]string{"/cache/controlplane/etcd", "--data-dir=/tmp/troupe-demo/etcd"}, true},
-		{[]string{"/cache/kwok-v0.8.0/kwok", "--kubeconfig=/tmp/troupe-demo/kubeconfig", "--config=/cache/stages/a.yaml"}, true},
-		{[]string{"kube-apiserver", "--cert-dir", "/tmp/troupe-demo/pki"}, true},
-		// Another demo's folder, another program, or no path of the folder.
-		{[]string{"/cache/controlplane/etcd", "--data-dir=/tmp/troupe-demo2/etcd"}, false},
-		{[]string{"/cache/controlplane/etcd", "--data-dir=/tmp/k8s_test_framework_1"}, false},
-		{[]string{"tail", "-f", "/tmp/troupe-demo/logs/kwok.log"}, false},
-		{[]string{"kwok", "--kubeconfig=/home/me/tmp/troupe-demo/kubeconfig"}, false},
-		{nil, false},
-	}
-	for _, tc := range cases {
-		if got := isDemoProcess(tc.argv, dir); got != tc.want {
-			t.Errorf("isDemoProcess(%q) = %v, want %v", tc.argv, got, tc.want)
-		}
-	}
-}

@@ -26,6 +26,7 @@ import (
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 	"github.com/troupe-ml/troupe/gangscheduler/app"
+	"github.com/troupe-ml/troupe/internal/localcluster"
 	"github.com/troupe-ml/troupe/internal/operator"
 )
 
@@ -117,8 +118,8 @@ type demo struct {
 	cfg        *rest.Config
 	client     client.Client
 	kubeconfig string
-	procs      []*proc
-	kcm        *proc
+	procs      []*localcluster.Proc
+	kcm        *localcluster.Proc
 	managers   []*manager
 	notes      []string
 	watched    []string
@@ -179,7 +180,7 @@ func (d *demo) run(ctx context.Context) error {
 	}
 
 	d.step("starting etcd and kube-apiserver (" + o.ControlPlaneDir + "), installing the CRDs of " + relPath(o.CRDDir))
-	env, files, err := newControlPlane(o.ControlPlaneDir, o.CRDDir, o.StateDir)
+	env, files, err := localcluster.NewControlPlane(o.ControlPlaneDir, []string{o.CRDDir}, o.StateDir, filepath.Join(o.StateDir, logsDir))
 	d.outFiles = files
 	if err != nil {
 		return err
@@ -191,7 +192,7 @@ func (d *demo) run(ctx context.Context) error {
 		return fmt.Errorf("start the control plane: %w", err)
 	}
 	d.kubeconfig = filepath.Join(o.StateDir, kubeconfigFile)
-	if err := writeKubeconfig(d.cfg, d.kubeconfig); err != nil {
+	if err := localcluster.WriteKubeconfig(d.cfg, d.kubeconfig, "troupe-demo"); err != nil {
 		return err
 	}
 	scheme := runtime.NewScheme()
@@ -207,21 +208,21 @@ func (d *demo) run(ctx context.Context) error {
 
 	if !o.NoControllerManager {
 		d.step("starting kube-controller-manager: garbage collector, namespaces, node lifecycle")
-		if d.kcm, err = d.startProc("kube-controller-manager", filepath.Join(o.ControlPlaneDir, "kube-controller-manager"), controllerManagerArgs(d.kubeconfig)); err != nil {
+		if d.kcm, err = d.startProc("kube-controller-manager", filepath.Join(o.ControlPlaneDir, "kube-controller-manager"), localcluster.ControllerManagerArgs(d.kubeconfig)); err != nil {
 			return err
 		}
 	}
-	kargs, err := kwokArgs(d.kubeconfig, o.KwokDir)
+	kargs, err := localcluster.KwokArgs(d.kubeconfig, o.KwokDir)
 	if err != nil {
 		return err
 	}
-	d.step("starting kwok: simulated kubelets for the nodes annotated " + kwokSelector)
+	d.step("starting kwok: simulated kubelets for the nodes annotated " + localcluster.KwokSelector)
 	if _, err = d.startProc("kwok", filepath.Join(o.KwokDir, "kwok"), kargs); err != nil {
 		return err
 	}
 
-	nodes := demoNodes(o.CPUNodes, o.GPUNodes)
-	if err := createNodes(ctx, d.client, nodes); err != nil {
+	nodes := localcluster.Nodes(o.CPUNodes, o.GPUNodes)
+	if err := localcluster.CreateNodes(ctx, d.client, nodes); err != nil {
 		return err
 	}
 	d.step(fmt.Sprintf("created %d CPU nodes (16 CPU, 64Gi, node-pool=cpu) and %d GPU nodes (32 CPU, 256Gi, 8 nvidia.com/gpu, node-pool=gpu, taint nvidia.com/gpu=present:NoSchedule)", o.CPUNodes, o.GPUNodes))
@@ -251,7 +252,7 @@ func (d *demo) run(ctx context.Context) error {
 		untaintAfter = 0
 		d.notes = append(d.notes, "no kube-controller-manager: the demo removed the nodes' not-ready taints itself, and a deleted job's pods stay")
 	}
-	if err := waitNodesReady(ctx, d.client, names, untaintAfter, d.remaining(time.Minute), d.note); err != nil {
+	if err := localcluster.WaitNodesReady(ctx, d.client, names, untaintAfter, d.remaining(time.Minute), d.note); err != nil {
 		return err
 	}
 	d.step(fmt.Sprintf("all %d nodes Ready and schedulable", len(nodes)))
@@ -266,8 +267,8 @@ func (d *demo) remaining(def time.Duration) time.Duration {
 	return time.Until(d.start.Add(d.opts.Timeout))
 }
 
-func (d *demo) startProc(name, path string, args []string) (*proc, error) {
-	p, err := startProc(name, path, args, filepath.Join(d.opts.StateDir, logsDir, name+".log"))
+func (d *demo) startProc(name, path string, args []string) (*localcluster.Proc, error) {
+	p, err := localcluster.Start(name, path, args, filepath.Join(d.opts.StateDir, logsDir, name+".log"))
 	if err != nil {
 		return nil, err
 	}
@@ -331,8 +332,8 @@ func (d *demo) health() error {
 		}
 	}
 	for _, p := range d.procs {
-		if done, err := p.exited(); done {
-			return fmt.Errorf("%s exited: %v (see logs/%s.log)", p.name, err, p.name)
+		if done, err := p.Exited(); done {
+			return fmt.Errorf("%s exited: %v (see logs/%s.log)", p.Name, err, p.Name)
 		}
 	}
 	return nil
@@ -478,7 +479,7 @@ func (d *demo) started() string {
 		parts = append(parts, "operator and scheduler")
 	}
 	for i := len(d.procs) - 1; i >= 0; i-- {
-		parts = append(parts, d.procs[i].name)
+		parts = append(parts, d.procs[i].Name)
 	}
 	if d.env != nil {
 		parts = append(parts, "kube-apiserver and etcd")
@@ -507,7 +508,7 @@ func (d *demo) stop() error {
 		}
 	}
 	for i := len(d.procs) - 1; i >= 0; i-- {
-		if err := d.procs[i].stop(10 * time.Second); err != nil {
+		if err := d.procs[i].Stop(10 * time.Second); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/troupe-ml/troupe/internal/localcluster"
 )
 
 // TestSmoke is `make demo-smoke` in-process: the whole cluster from the
@@ -45,7 +47,7 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
-	if left := leftoverProcesses(opts.StateDir); len(left) > 0 {
+	if left := localcluster.Leftovers(opts.StateDir, demoBinaries); len(left) > 0 {
 		t.Errorf("processes left running: %v", left)
 	}
 	entries, err := os.ReadDir(opts.StateDir)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	"github.com/troupe-ml/troupe/internal/localcluster"
 )
 
 func repoRoot(t *testing.T) string {
@@ -92,7 +93,7 @@ func TestDefaultExamplesMatchTheDemoNodes(t *testing.T) {
 	if len(ms) != 3 {
 		t.Fatalf("want a TFJob, a PyTorchJob and an MPIJob, got %d objects", len(ms))
 	}
-	nodes := demoNodes(1, 1)
+	nodes := localcluster.Nodes(1, 1)
 	wantGPU := map[string]bool{"TFJob/Chief": false, "TFJob/Worker": true, "PyTorchJob/Master": true, "PyTorchJob/Worker": true, "MPIJob/Launcher": false, "MPIJob/Worker": true}
 	seen := map[string]bool{}
 	for _, m := range ms {

@@ -2,10 +2,8 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,10 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	"github.com/troupe-ml/troupe/internal/localcluster"
 )
 
 // The whole-gang restart the demo shows (--show-gang-restart): once the
@@ -27,13 +25,11 @@ import (
 // back as generation 1, placed again as one gang.
 
 const (
-	// chaosLabel puts a Running pod through kwok's
-	// pod-container-running-failed stage (hack/kwok.sh copies it from
-	// kwok's module): about a second later kwok ends its containers with
-	// the exit code of chaosExitCodeAnnotation and sets the pod Failed.
-	// The stage selects on this label, so no other pod is touched.
-	chaosLabel              = "pod-container-running-failed.stage.kwok.x-k8s.io"
-	chaosExitCodeAnnotation = chaosLabel + "/exit-code"
+	// The demo fails a member through kwok's chaos stage
+	// (localcluster.FailPod): about a second later kwok ends its
+	// containers with chaosExitCode and sets the pod Failed.
+	chaosLabel              = localcluster.ChaosLabel
+	chaosExitCodeAnnotation = localcluster.ChaosExitCodeAnnotation
 	// chaosExitCode is how a container killed by SIGKILL ends (the OOM
 	// killer, a node going down): retryable under the replica
 	// restartPolicy ExitCode, so the operator restarts the gang.
@@ -248,21 +244,10 @@ func memberToFail(job *jobRow) string {
 	return job.Pods[len(job.Pods)-1].Name
 }
 
-// failMember labels and annotates the pod for kwok's chaos stage, in one
-// write: the exit code is in place when the label selects the pod.
+// failMember fails the pod through kwok's chaos stage with chaosExitCode,
+// as a user could with kubectl.
 func failMember(ctx context.Context, c client.Client, namespace, name string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"labels":      map[string]string{chaosLabel: "true"},
-		"annotations": map[string]string{chaosExitCodeAnnotation: strconv.Itoa(int(chaosExitCode))},
-	}})
-	if err != nil {
-		return err
-	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	if err := c.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("fail pod %s/%s through kwok's chaos stage: %w", namespace, name, err)
-	}
-	return nil
+	return localcluster.FailPod(ctx, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, chaosExitCode)
 }
 
 func countFunc[T any](s []T, f func(T) bool) int {

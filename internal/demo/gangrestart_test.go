@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	"github.com/troupe-ml/troupe/internal/localcluster"
 )
 
 // replicaPods returns one pod per replica of every training job in the
@@ -69,7 +70,7 @@ func TestGangRestartExampleFitsTheDemo(t *testing.T) {
 		t.Fatalf("%d pods, want a master and 2 workers", len(pods))
 	}
 	opts := NewOptions()
-	nodes := demoNodes(opts.CPUNodes, opts.GPUNodes)
+	nodes := localcluster.Nodes(opts.CPUNodes, opts.GPUNodes)
 	var capacity, need, taken int64
 	for _, n := range nodes {
 		capacity += gpuQuantity(n.Status.Allocatable)

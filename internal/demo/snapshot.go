@@ -20,13 +20,14 @@ import (
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/internal/localcluster"
 )
 
 // Node kinds, from the node-pool label (or, without it, from whether the
 // node has GPUs).
 const (
-	kindCPU = "cpu"
-	kindGPU = "gpu"
+	kindCPU = localcluster.PoolCPU
+	kindGPU = localcluster.PoolGPU
 )
 
 // jobKinds are the job kinds shown, with the field that holds each kind's
@@ -316,7 +317,7 @@ func expectedPods(obj map[string]any, field string) int {
 }
 
 func nodeKind(n *corev1.Node) string {
-	switch n.Labels[poolLabel] {
+	switch n.Labels[localcluster.PoolLabel] {
 	case kindCPU:
 		return kindCPU
 	case kindGPU:
@@ -329,7 +330,7 @@ func nodeKind(n *corev1.Node) string {
 }
 
 func gpuQuantity(l corev1.ResourceList) int64 {
-	q, ok := l[gpuResource]
+	q, ok := l[localcluster.GPUResource]
 	if !ok {
 		return 0
 	}

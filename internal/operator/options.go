@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/troupe-ml/troupe/controllers/mpi"
+	"github.com/troupe-ml/troupe/internal/cmdutil"
 )
 
 // Options are the operator's settings, one per flag.
@@ -25,6 +26,7 @@ type Options struct {
 	LeaderElect             bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
+	LeaderElection          cmdutil.LeaderElectionTiming
 	QPS                     float64
 	Burst                   int
 	GangSchedulerName       string
@@ -44,6 +46,7 @@ func NewOptions() *Options {
 		MetricsBindAddress:       ":8080",
 		HealthProbeBindAddress:   ":8081",
 		LeaderElectionID:         "troupe-operator.troupe.dev",
+		LeaderElection:           cmdutil.DefaultLeaderElectionTiming(),
 		QPS:                      50,
 		MPIKubectlDeliveryImage:  mpi.DefaultKubectlDeliveryImage,
 		Burst:                    100,
@@ -61,6 +64,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader, so that only one replica of the operator acts at a time.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease used for leader election.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader-election Lease (default: the operator's own).")
+	o.LeaderElection.BindFlags(fs)
 	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the API server.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the API server.")
 	fs.StringVar(&o.MPIKubectlDeliveryImage, "mpi-kubectl-delivery-image", o.MPIKubectlDeliveryImage, "Image of the MPIJob launcher's init container that delivers kubectl for kubexec.sh.")
@@ -97,6 +101,7 @@ func (o *Options) Validate() error {
 	if o.LeaderElect && o.LeaderElectionID == "" {
 		errs = append(errs, errors.New("--leader-election-id: must not be empty when --leader-elect is set"))
 	}
+	errs = append(errs, o.LeaderElection.Validate()...)
 	if _, err := newGangBackend(o.GangSchedulerName); err != nil {
 		errs = append(errs, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -20,7 +21,7 @@ func TestParseFlags(t *testing.T) {
 			name:        "defaults run every kind",
 			wantSchemes: []string{"mpijob", "pytorchjob", "tfjob"},
 			check: func(t *testing.T, o *Options) {
-				if o.GangSchedulerName != "" || o.Namespace != "" || o.LeaderElect || !o.WaitForPodGroupAdmission || o.VolcanoHyperNodeTopology != "" {
+				if o.GangSchedulerName != "" || o.Namespace != "" || o.LeaderElect || !o.WaitForPodGroupAdmission || o.LeaderElection.LeaseDuration != 15*time.Second || o.VolcanoHyperNodeTopology != "" {
 					t.Errorf("unexpected defaults: %+v", o)
 				}
 			},
@@ -104,6 +105,21 @@ func TestParseFlags(t *testing.T) {
 			name:    "leader election without an ID",
 			args:    []string{"--leader-elect", "--leader-election-id="},
 			wantErr: []string{"--leader-election-id: must not be empty"},
+		},
+		{
+			name:        "leader election timing",
+			args:        []string{"--leader-elect", "--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=5s", "--leader-elect-retry-period=1s"},
+			wantSchemes: []string{"mpijob", "pytorchjob", "tfjob"},
+			check: func(t *testing.T, o *Options) {
+				if le := o.LeaderElection; le.LeaseDuration != 8*time.Second || le.RenewDeadline != 5*time.Second || le.RetryPeriod != time.Second {
+					t.Errorf("flags not applied: %+v", le)
+				}
+			},
+		},
+		{
+			name:    "leader election timing client-go refuses",
+			args:    []string{"--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=5s", "--leader-elect-retry-period=0s"},
+			wantErr: []string{"--leader-elect-retry-period: must be greater than 0", "--leader-elect-lease-duration: must be greater than --leader-elect-renew-deadline (5s), got 5s"},
 		},
 		{
 			name:    "empty kubectl delivery image",

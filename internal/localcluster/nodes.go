@@ -1,4 +1,4 @@
-package demo
+package localcluster
 
 import (
 	"context"
@@ -14,37 +14,47 @@ import (
 )
 
 const (
-	// poolLabel names a node's pool, as managed node pools label them.
-	poolLabel = "node-pool"
-	// gpuPresentLabel is what NVIDIA's GPU feature discovery sets.
-	gpuPresentLabel = "nvidia.com/gpu.present"
-	gpuResource     = corev1.ResourceName("nvidia.com/gpu")
-	// kwokAnnotation marks the nodes kwok manages (the demo runs it with
+	// PoolLabel names a node's pool, as managed node pools label them:
+	// PoolCPU or PoolGPU.
+	PoolLabel = "node-pool"
+	PoolCPU   = "cpu"
+	PoolGPU   = "gpu"
+	// GPUPresentLabel is what NVIDIA's GPU feature discovery sets.
+	GPUPresentLabel = "nvidia.com/gpu.present"
+	GPUResource     = corev1.ResourceName("nvidia.com/gpu")
+	// KwokAnnotation marks the nodes kwok manages (KwokArgs runs it with
 	// --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake).
-	kwokAnnotation = "kwok.x-k8s.io/node"
-	kwokSelector   = kwokAnnotation + "=fake"
+	KwokAnnotation = "kwok.x-k8s.io/node"
+	KwokSelector   = KwokAnnotation + "=fake"
 )
 
-// gpuTaint keeps pods that do not tolerate it off the GPU nodes, as GPU
+// GPUTaint keeps pods that do not tolerate it off the GPU nodes, as GPU
 // node pools are usually tainted.
-var gpuTaint = corev1.Taint{Key: string(gpuResource), Value: "present", Effect: corev1.TaintEffectNoSchedule}
+var GPUTaint = corev1.Taint{Key: string(GPUResource), Value: "present", Effect: corev1.TaintEffectNoSchedule}
 
-// demoNodes returns the simulated nodes: CPU-only nodes (16 CPU, 64Gi)
-// labelled node-pool=cpu, and GPU nodes (32 CPU, 256Gi, 8 GPUs) labelled
-// node-pool=gpu and nvidia.com/gpu.present=true and tainted
-// nvidia.com/gpu=present:NoSchedule.
-func demoNodes(cpuNodes, gpuNodes int) []*corev1.Node {
+// Nodes returns the simulated nodes cpu-1.. and gpu-1..: CPUNode and
+// GPUNode shapes.
+func Nodes(cpuNodes, gpuNodes int) []*corev1.Node {
 	var nodes []*corev1.Node
 	for i := range cpuNodes {
-		nodes = append(nodes, makeNode(fmt.Sprintf("cpu-%d", i+1), kindCPU, "16", "64Gi", 0))
+		nodes = append(nodes, CPUNode(fmt.Sprintf("cpu-%d", i+1)))
 	}
 	for i := range gpuNodes {
-		n := makeNode(fmt.Sprintf("gpu-%d", i+1), kindGPU, "32", "256Gi", 8)
-		n.Labels[gpuPresentLabel] = "true"
-		n.Spec.Taints = []corev1.Taint{gpuTaint}
-		nodes = append(nodes, n)
+		nodes = append(nodes, GPUNode(fmt.Sprintf("gpu-%d", i+1)))
 	}
 	return nodes
+}
+
+// CPUNode is a CPU-only node (16 CPU, 64Gi) labelled node-pool=cpu.
+func CPUNode(name string) *corev1.Node { return makeNode(name, PoolCPU, "16", "64Gi", 0) }
+
+// GPUNode is a GPU node (32 CPU, 256Gi, 8 GPUs) labelled node-pool=gpu and
+// nvidia.com/gpu.present=true and tainted nvidia.com/gpu=present:NoSchedule.
+func GPUNode(name string) *corev1.Node {
+	n := makeNode(name, PoolGPU, "32", "256Gi", 8)
+	n.Labels[GPUPresentLabel] = "true"
+	n.Spec.Taints = []corev1.Taint{GPUTaint}
+	return n
 }
 
 func makeNode(name, pool, cpu, memory string, gpus int64) *corev1.Node {
@@ -55,7 +65,7 @@ func makeNode(name, pool, cpu, memory string, gpus int64) *corev1.Node {
 		corev1.ResourceEphemeralStorage: resource.MustParse("500Gi"),
 	}
 	if gpus > 0 {
-		res[gpuResource] = *resource.NewQuantity(gpus, resource.DecimalSI)
+		res[GPUResource] = *resource.NewQuantity(gpus, resource.DecimalSI)
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
@@ -64,18 +74,18 @@ func makeNode(name, pool, cpu, memory string, gpus int64) *corev1.Node {
 				corev1.LabelHostname:   name,
 				corev1.LabelOSStable:   "linux",
 				corev1.LabelArchStable: "amd64",
-				poolLabel:              pool,
+				PoolLabel:              pool,
 				"type":                 "kwok",
 			},
-			Annotations: map[string]string{kwokAnnotation: "fake"},
+			Annotations: map[string]string{KwokAnnotation: "fake"},
 		},
 		Status: corev1.NodeStatus{Capacity: res, Allocatable: res.DeepCopy()},
 	}
 }
 
-// createNodes registers the nodes as kubelets would, with their capacity
+// CreateNodes registers the nodes as kubelets would, with their capacity
 // in the status; kwok then reports them Ready and keeps them so.
-func createNodes(ctx context.Context, c client.Client, nodes []*corev1.Node) error {
+func CreateNodes(ctx context.Context, c client.Client, nodes []*corev1.Node) error {
 	for _, n := range nodes {
 		want := n.Status
 		if err := c.Create(ctx, n); err != nil {
@@ -99,11 +109,11 @@ func createNodes(ctx context.Context, c client.Client, nodes []*corev1.Node) err
 	return nil
 }
 
-// waitNodesReady waits until kwok has made every node Ready and the
+// WaitNodesReady waits until kwok has made every node Ready and the
 // node lifecycle controller has removed their not-ready taints. After
 // untaintAfter (at once when it is 0, i.e. without a controller manager)
 // it removes the taints itself and says so through note.
-func waitNodesReady(ctx context.Context, c client.Client, names []string, untaintAfter, timeout time.Duration, note func(string)) error {
+func WaitNodesReady(ctx context.Context, c client.Client, names []string, untaintAfter, timeout time.Duration, note func(string)) error {
 	start := time.Now()
 	untainted := false
 	for {
@@ -113,9 +123,9 @@ func waitNodesReady(ctx context.Context, c client.Client, names []string, untain
 			if err := c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
 				return err
 			}
-			if !nodeReady(n) {
+			if !NodeReady(n) {
 				notReady = append(notReady, name)
-			} else if hasNotReadyTaint(n) {
+			} else if HasNotReadyTaint(n) {
 				tainted = append(tainted, name)
 			}
 		}
@@ -148,7 +158,8 @@ func waitNodesReady(ctx context.Context, c client.Client, names []string, untain
 	}
 }
 
-func nodeReady(n *corev1.Node) bool {
+// NodeReady reports whether the node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue
@@ -157,7 +168,9 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-func hasNotReadyTaint(n *corev1.Node) bool {
+// HasNotReadyTaint reports whether the node still has the taint
+// admission puts on new nodes.
+func HasNotReadyTaint(n *corev1.Node) bool {
 	for _, t := range n.Spec.Taints {
 		if t.Key == corev1.TaintNodeNotReady {
 			return true

@@ -1,4 +1,4 @@
-package demo
+package localcluster
 
 import (
 	"bytes"
@@ -12,11 +12,9 @@ func childProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// leftoverProcesses lists the processes of an earlier demo on dir that are
-// still running (one killed before it could stop them): etcd,
-// kube-apiserver, kube-controller-manager and kwok whose command line
-// names a path in dir.
-func leftoverProcesses(dir string) map[int]string {
+// Leftovers lists the running processes of binaries whose command line
+// names a path in dir (IsProcessOf), by pid.
+func Leftovers(dir string, binaries []string) map[int]string {
 	found := map[int]string{}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -36,16 +34,16 @@ func leftoverProcesses(dir string) map[int]string {
 		for _, a := range bytes.Split(bytes.TrimRight(raw, "\x00"), []byte{0}) {
 			argv = append(argv, string(a))
 		}
-		if isDemoProcess(argv, dir) {
+		if IsProcessOf(argv, dir, binaries) {
 			found[pid] = filepath.Base(argv[0])
 		}
 	}
 	return found
 }
 
-// processAlive reports whether pid runs and its command line contains
+// ProcessAlive reports whether pid runs and its command line contains
 // want.
-func processAlive(pid int, want string) bool {
+func ProcessAlive(pid int, want string) bool {
 	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 	return err == nil && bytes.Contains(raw, []byte(want))
 }
