@@ -9,23 +9,38 @@
 //
 //   - the node exists, and is not cordoned unless the pod tolerates
 //     node.kubernetes.io/unschedulable:NoSchedule (NodeUnschedulable);
+//
 //   - nodeSelector and required node affinity (NodeAffinity);
+//
 //   - every NoSchedule and NoExecute taint is tolerated (TaintToleration);
+//
 //   - the pod count and every resource the pod requests fit the node's
 //     allocatable with what the other pods hold (their requests, or more
 //     while an in-place resize is under way) (NodeResourcesFit);
+//
 //   - no host port clashes (NodePorts);
+//
 //   - required pod affinity, including the first-pod rule, required pod
 //     anti-affinity, and the anti-affinity of the pods already there
 //     against the incoming one (InterPodAffinity);
+//
 //   - DoNotSchedule topology spread constraints, with their eligible
 //     domains (nodeAffinityPolicy, nodeTaintsPolicy, nodes lacking a
 //     topology key), minDomains, self-match and matchLabelKeys
 //     (PodTopologySpread).
 //
-// A pod that uses what the checker does not model (volumes, resource
-// claims, pod-level resources) gets a NotModelled violation rather than a
-// silent pass.
+//   - volumes: every claim exists, is not being deleted, is the pod's if
+//     ephemeral, and is bound to a volume that exists and whose node
+//     affinity matches (VolumeBinding); the volumes' zone and region
+//     labels match the node's (VolumeZone); a ReadWriteOncePod claim in use
+//     by another pod (VolumeRestrictions); CSI attach limits from CSINode,
+//     a volume shared on the node counted once (NodeVolumeLimits).
+//
+// A pod that uses what the checker does not model (an unbound
+// WaitForFirstConsumer claim, which kube-scheduler would bind or
+// provision; in-tree disk plugins, inline or as volumes; resource claims;
+// pod-level resources) gets a NotModelled violation rather than a silent
+// pass.
 package placementcheck
 
 import (
@@ -35,6 +50,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -68,6 +84,12 @@ type State struct {
 	// Namespaces give the labels that namespaceSelectors match; a
 	// namespace not listed has none.
 	Namespaces []*corev1.Namespace
+	// Claims, PersistentVolumes, StorageClasses and CSINodes are what the
+	// volume rules read; a claim or volume not listed does not exist.
+	Claims            []*corev1.PersistentVolumeClaim
+	PersistentVolumes []*corev1.PersistentVolume
+	StorageClasses    []*storagev1.StorageClass
+	CSINodes          []*storagev1.CSINode
 }
 
 // Violation is one required rule a placement breaks.
@@ -114,6 +136,10 @@ func CheckOn(s State, pod *corev1.Pod, node string) []Violation {
 	j.podAntiAffinity()
 	j.existingAntiAffinity()
 	j.topologySpread()
+	j.volumeBinding()
+	j.volumeZone()
+	j.readWriteOncePod()
+	j.nodeVolumeLimits()
 	return j.violations
 }
 
@@ -140,6 +166,11 @@ type cluster struct {
 	onNode    map[string][]*corev1.Pod
 	nsLabels  map[string]labels.Set
 	judgedKey string
+	// claims are by namespace/name; volumes, classes and csiNodes by name.
+	claims   map[string]*corev1.PersistentVolumeClaim
+	volumes  map[string]*corev1.PersistentVolume
+	classes  map[string]*storagev1.StorageClass
+	csiNodes map[string]*storagev1.CSINode
 }
 
 func newCluster(s State, judged *corev1.Pod) *cluster {
@@ -166,7 +197,22 @@ func newCluster(s State, judged *corev1.Pod) *cluster {
 	for _, ns := range s.Namespaces {
 		c.nsLabels[ns.Name] = labels.Set(ns.Labels)
 	}
+	c.claims = map[string]*corev1.PersistentVolumeClaim{}
+	for _, claim := range s.Claims {
+		c.claims[claim.Namespace+"/"+claim.Name] = claim
+	}
+	c.volumes = byName(s.PersistentVolumes)
+	c.classes = byName(s.StorageClasses)
+	c.csiNodes = byName(s.CSINodes)
 	return c
+}
+
+func byName[T interface{ GetName() string }](objs []T) map[string]T {
+	m := make(map[string]T, len(objs))
+	for _, o := range objs {
+		m[o.GetName()] = o
+	}
+	return m
 }
 
 type judgement struct {
@@ -182,9 +228,9 @@ func (j *judgement) fail(rule, format string, args ...any) {
 
 func (j *judgement) notModelled() {
 	var what []string
-	for _, v := range j.pod.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil || v.CSI != nil {
-			what = append(what, "volume "+v.Name)
+	for i := range j.pod.Spec.Volumes {
+		if disk := inlineInTreeDisk(&j.pod.Spec.Volumes[i]); disk != "" {
+			what = append(what, "volume "+j.pod.Spec.Volumes[i].Name+" (an inline "+disk+")")
 		}
 	}
 	if len(j.pod.Spec.ResourceClaims) > 0 {

@@ -6,10 +6,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
 	"github.com/troupe-ml/troupe/internal/placementcheck"
 	"github.com/troupe-ml/troupe/internal/testutil"
 )
@@ -51,6 +53,7 @@ type checkCase struct {
 	nodes      []*corev1.Node
 	pods       []*corev1.Pod
 	namespaces []*corev1.Namespace
+	storage    storage
 	pod        *corev1.Pod
 	on         string
 	// wantRules are the rules broken, in the checker's order; none means
@@ -64,7 +67,8 @@ func runCases(t *testing.T, cases []checkCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := placementcheck.State{Nodes: tc.nodes, Pods: tc.pods, Namespaces: tc.namespaces}
+			s := placementcheck.State{Nodes: tc.nodes, Pods: tc.pods, Namespaces: tc.namespaces,
+				Claims: tc.storage.claims, PersistentVolumes: tc.storage.volumes, StorageClasses: tc.storage.classes, CSINodes: tc.storage.csiNodes}
 			got := placementcheck.CheckOn(s, tc.pod, tc.on)
 			var rules []string
 			for _, v := range got {
@@ -412,10 +416,161 @@ func TestTopologySpread(t *testing.T) {
 }
 
 func TestNotModelled(t *testing.T) {
-	p := pod().Obj()
-	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
-	runCases(t, []checkCase{{name: "a PVC", nodes: []*corev1.Node{node("a").Obj()}, pod: p, on: "a",
-		wantRules: []string{placementcheck.RuleNotModelled}}})
+	inline := pod().Obj()
+	inline.Spec.Volumes = []corev1.Volume{{Name: "disk", VolumeSource: corev1.VolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-1"}}}}
+	claims := []*corev1.PersistentVolumeClaim{st.MakePVC(ns, "data").Class("late").Obj(), st.MakePVC(ns, "ebs").BoundTo("ebs").Obj()}
+	ebs := st.MakePV("ebs").ClaimRef(ns, "ebs").Obj()
+	ebs.Spec.AWSElasticBlockStore = &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-2"}
+	store := storage{claims: claims, volumes: []*corev1.PersistentVolume{ebs}, classes: []*storagev1.StorageClass{st.MakeStorageClass("late", storagev1.VolumeBindingWaitForFirstConsumer)}}
+	a := []*corev1.Node{node("a").Obj()}
+	runCases(t, []checkCase{
+		{name: "an inline in-tree disk", nodes: a, pod: inline, on: "a", wantRules: []string{placementcheck.RuleNotModelled}},
+		{name: "an unbound WaitForFirstConsumer claim", nodes: a, storage: store, pod: claiming("data"), on: "a",
+			wantRules: []string{placementcheck.RuleNotModelled}, wantDetail: "WaitForFirstConsumer"},
+		{name: "a volume of an in-tree disk plugin", nodes: a, storage: store, pod: claiming("ebs"), on: "a",
+			wantRules: []string{placementcheck.RuleNotModelled}, wantDetail: "awsElasticBlockStore"},
+		{name: "resource claims", nodes: a, on: "a", pod: func() *corev1.Pod {
+			p := pod().Obj()
+			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}}
+			return p
+		}(), wantRules: []string{placementcheck.RuleNotModelled}},
+	})
+}
+
+// storage is a case's volumes.
+type storage struct {
+	claims   []*corev1.PersistentVolumeClaim
+	volumes  []*corev1.PersistentVolume
+	classes  []*storagev1.StorageClass
+	csiNodes []*storagev1.CSINode
+}
+
+// claiming is the judged pod with one persistentVolumeClaim volume per
+// claim, named after it.
+func claiming(claims ...string) *corev1.Pod {
+	b := st.MakePod(ns, "subject")
+	for _, c := range claims {
+		b.Claim(c, c)
+	}
+	return b.Obj()
+}
+
+// using is a pod on a node with persistentVolumeClaim volumes.
+func using(name, nodeName string, claims ...string) *corev1.Pod {
+	p := claiming(claims...)
+	p.Name, p.Spec.NodeName = name, nodeName
+	return p
+}
+
+func TestVolumeBinding(t *testing.T) {
+	nodes := []*corev1.Node{node("a").Obj(), node("b").Obj()}
+	store := storage{
+		claims: []*corev1.PersistentVolumeClaim{
+			st.MakePVC(ns, "local").BoundTo("local-b").Obj(),
+			st.MakePVC(ns, "gone").BoundTo("nowhere").Obj(),
+			st.MakePVC(ns, "going").BoundTo("plain").Terminating().Obj(),
+			st.MakePVC(ns, "unbound").Class("now").Obj(),
+			st.MakePVC(ns, "prebound").Class("now").PreBound("plain").Obj(),
+			st.MakePVC(ns, "plain").BoundTo("plain").Obj(),
+		},
+		volumes: []*corev1.PersistentVolume{
+			st.MakePV("local-b").Local("b", "/mnt/disk").ClaimRef(ns, "local").Obj(),
+			st.MakePV("plain").CSI("csi.example.com", "h-plain").ClaimRef(ns, "plain").Obj(),
+		},
+		classes: []*storagev1.StorageClass{st.MakeStorageClass("now", storagev1.VolumeBindingImmediate)},
+	}
+	eph := st.MakePod(ns, "subject").Ephemeral("scratch", "now").Obj()
+	eph.UID = "subject-uid"
+	other := eph.DeepCopy()
+	other.UID = "someone-else"
+	ephStore := store
+	ephStore.claims = append(slices.Clone(store.claims), st.EphemeralClaim(eph, "scratch").BoundTo("plain").Obj())
+	runCases(t, []checkCase{
+		{name: "a local volume's node", nodes: nodes, storage: store, pod: claiming("local"), on: "b"},
+		{name: "not a local volume's node", nodes: nodes, storage: store, pod: claiming("local"), on: "a",
+			wantRules: []string{placementcheck.RuleVolumeBinding}, wantDetail: "node affinity"},
+		{name: "a volume without node affinity goes anywhere", nodes: nodes, storage: store, pod: claiming("plain"), on: "a"},
+		{name: "a claim that does not exist", nodes: nodes, storage: store, pod: claiming("missing"), on: "a",
+			wantRules: []string{placementcheck.RuleVolumeBinding}, wantDetail: "does not exist"},
+		{name: "a claim bound to a volume that does not exist", nodes: nodes, storage: store, pod: claiming("gone"), on: "a",
+			wantRules: []string{placementcheck.RuleVolumeBinding}, wantDetail: `persistentvolume "nowhere", which does not exist`},
+		{name: "a claim being deleted", nodes: nodes, storage: store, pod: claiming("going"), on: "a",
+			wantRules: []string{placementcheck.RuleVolumeBinding}, wantDetail: "being deleted"},
+		{name: "an unbound Immediate claim", nodes: nodes, storage: store, pod: claiming("unbound"), on: "a",
+			wantRules: []string{placementcheck.RuleVolumeBinding}, wantDetail: "not bound"},
+		{name: "a claim pre-bound by name, not yet confirmed by the PV controller", nodes: nodes, storage: store, pod: claiming("prebound"), on: "a",
+			wantRules: []string{placementcheck.RuleVolumeBinding}, wantDetail: "not bound"},
+		{name: "an ephemeral volume's claim, the pod's own", nodes: nodes, storage: ephStore, pod: eph, on: "a"},
+		{name: "an ephemeral volume's claim, another pod's", nodes: nodes, storage: ephStore, pod: other, on: "a",
+			wantRules: []string{placementcheck.RuleVolumeBinding}, wantDetail: "not created for the pod"},
+	})
+}
+
+func TestVolumeZone(t *testing.T) {
+	store := storage{
+		claims: []*corev1.PersistentVolumeClaim{st.MakePVC(ns, "z2").BoundTo("z2").Obj(), st.MakePVC(ns, "regional").BoundTo("regional").Obj(), st.MakePVC(ns, "beta").BoundTo("beta").Obj()},
+		volumes: []*corev1.PersistentVolume{
+			st.MakePV("z2").Label(zone, "z2").Obj(),
+			st.MakePV("regional").Label(zone, "z1__z2").Obj(),
+			st.MakePV("beta").Label(corev1.LabelFailureDomainBetaZone, "z2").Obj(),
+		},
+	}
+	nodes := []*corev1.Node{zoned("a", "z1"), zoned("b", "z2"), node("plain").Obj(), node("rackonly").Label(corev1.LabelTopologyRegion, "r1").Obj()}
+	runCases(t, []checkCase{
+		{name: "the volume's zone", nodes: nodes, storage: store, pod: claiming("z2"), on: "b"},
+		{name: "another zone", nodes: nodes, storage: store, pod: claiming("z2"), on: "a",
+			wantRules: []string{placementcheck.RuleVolumeZone}},
+		{name: "one of a regional volume's zones", nodes: nodes, storage: store, pod: claiming("regional"), on: "a"},
+		{name: "a beta label matches the node's GA one", nodes: nodes, storage: store, pod: claiming("beta"), on: "b"},
+		{name: "a beta label, another zone", nodes: nodes, storage: store, pod: claiming("beta"), on: "a",
+			wantRules: []string{placementcheck.RuleVolumeZone}},
+		{name: "a node without zone or region labels passes", nodes: nodes, storage: store, pod: claiming("z2"), on: "plain"},
+		{name: "a node with a region but no zone does not", nodes: nodes, storage: store, pod: claiming("z2"), on: "rackonly",
+			wantRules: []string{placementcheck.RuleVolumeZone}},
+	})
+}
+
+func TestReadWriteOncePod(t *testing.T) {
+	store := storage{
+		claims: []*corev1.PersistentVolumeClaim{
+			st.MakePVC(ns, "once").AccessModes(corev1.ReadWriteOncePod).BoundTo("once").Obj(),
+			st.MakePVC(ns, "shared").BoundTo("shared").Obj(),
+		},
+		volumes: []*corev1.PersistentVolume{st.MakePV("once").Obj(), st.MakePV("shared").Obj()},
+	}
+	nodes := []*corev1.Node{node("a").Obj(), node("b").Obj()}
+	runCases(t, []checkCase{
+		{name: "a ReadWriteOncePod claim nobody uses", nodes: nodes, storage: store, pod: claiming("once"), on: "a"},
+		{name: "a ReadWriteOncePod claim in use on another node", nodes: nodes, storage: store, pod: claiming("once"), on: "a",
+			pods: []*corev1.Pod{using("holder", "b", "once")}, wantRules: []string{placementcheck.RuleVolumeRestrictions}},
+		{name: "a ReadWriteOncePod claim used by a pod that finished", nodes: nodes, storage: store, pod: claiming("once"), on: "a",
+			pods: []*corev1.Pod{func() *corev1.Pod { p := using("done", "b", "once"); p.Status.Phase = corev1.PodSucceeded; return p }()}},
+		{name: "a ReadWriteOnce claim may be shared", nodes: nodes, storage: store, pod: claiming("shared"), on: "a",
+			pods: []*corev1.Pod{using("other", "a", "shared")}},
+	})
+}
+
+func TestNodeVolumeLimits(t *testing.T) {
+	const driver = "csi.example.com"
+	store := storage{
+		claims:   []*corev1.PersistentVolumeClaim{st.MakePVC(ns, "v1").BoundTo("v1").Obj(), st.MakePVC(ns, "v2").BoundTo("v2").Obj()},
+		volumes:  []*corev1.PersistentVolume{st.MakePV("v1").CSI(driver, "h1").Obj(), st.MakePV("v2").CSI(driver, "h2").Obj()},
+		csiNodes: []*storagev1.CSINode{st.MakeCSINode("a").Driver(driver, 1).Obj(), st.MakeCSINode("unlimited").Driver(driver, -1).Obj()},
+	}
+	nodes := []*corev1.Node{node("a").Obj(), node("unlimited").Obj(), node("nocsinode").Obj()}
+	held := []*corev1.Pod{using("holder", "a", "v1")}
+	runCases(t, []checkCase{
+		{name: "within the node's limit", nodes: nodes, storage: store, pod: claiming("v2"), on: "a"},
+		{name: "over the node's limit", nodes: nodes, storage: store, pod: claiming("v2"), on: "a", pods: held,
+			wantRules: []string{placementcheck.RuleNodeVolumeLimits}, wantDetail: "2 volumes"},
+		{name: "a volume already on the node counts once", nodes: nodes, storage: store, pod: claiming("v1"), on: "a", pods: held},
+		{name: "a driver without a count has no limit", nodes: nodes, storage: store, pod: claiming("v2"), on: "unlimited",
+			pods: []*corev1.Pod{using("holder", "unlimited", "v1")}},
+		{name: "a node without a CSINode has no limit", nodes: nodes, storage: store, pod: claiming("v2"), on: "nocsinode",
+			pods: []*corev1.Pod{using("holder", "nocsinode", "v1")}},
+		{name: "two volumes of the pod over a limit of one", nodes: nodes, storage: store, pod: claiming("v1", "v2"), on: "a",
+			wantRules: []string{placementcheck.RuleNodeVolumeLimits}},
+	})
 }
 
 func TestCheckAndFeasibleNodes(t *testing.T) {

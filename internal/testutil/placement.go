@@ -261,6 +261,15 @@ func (b *PodBuilder) Spread(c corev1.TopologySpreadConstraint) *PodBuilder {
 }
 
 // Obj returns the pod.
+// Claim adds a volume, named after the claim, that mounts it
+// (spec.volumes[].persistentVolumeClaim).
+func (b *PodBuilder) Claim(claim string) *PodBuilder {
+	b.pod.Spec.Volumes = append(b.pod.Spec.Volumes, corev1.Volume{Name: claim, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
+	}})
+	return b
+}
+
 func (b *PodBuilder) Obj() *corev1.Pod { return b.pod.DeepCopy() }
 
 // NodeReq is a node selector requirement.

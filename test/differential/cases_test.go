@@ -2,10 +2,12 @@ package differential
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
 	"github.com/troupe-ml/troupe/internal/testutil"
 )
 
@@ -71,6 +73,30 @@ func resizing(p *corev1.Pod, runningCPU string) *corev1.Pod {
 func subject() *testutil.PodBuilder { return testutil.MakePod("subject", "") }
 
 func app(name string) map[string]string { return map[string]string{"app": name} }
+
+func claims(bs ...*st.PVCWrapper) []*corev1.PersistentVolumeClaim {
+	out := make([]*corev1.PersistentVolumeClaim, len(bs))
+	for i, b := range bs {
+		out[i] = b.Obj()
+	}
+	return out
+}
+
+func volumes(bs ...*st.PVWrapper) []*corev1.PersistentVolume {
+	out := make([]*corev1.PersistentVolume, len(bs))
+	for i, b := range bs {
+		out[i] = b.Obj()
+	}
+	return out
+}
+
+func csiNodes(bs ...*st.CSINodeWrapper) []*storagev1.CSINode {
+	out := make([]*storagev1.CSINode, len(bs))
+	for i, b := range bs {
+		out[i] = b.Obj()
+	}
+	return out
+}
 
 func nodes(bs ...*testutil.NodeBuilder) []*corev1.Node {
 	out := make([]*corev1.Node, len(bs))
@@ -483,6 +509,55 @@ func singlePodCases() []scenario {
 		scenario{name: "a pod outside its own selector",
 			nodes: nodes(node("a"), node("b")), background: pods(web("w", "a"), busy("f", "b", "2")),
 			pod: subject().Spread(spread(host, 1).Obj()).Obj(), want: placedOn()},
+	)
+
+	add("volumes",
+		scenario{name: "a local volume pins the pod to its node",
+			nodes: nodes(node("a"), node("b")), background: pods(busy("f", "b", "2")),
+			storage: storage{claims: claims(boundClaim("local")), volumes: volumes(st.MakePV("local").Local("b", "/mnt/disk").ClaimRef("", "local"))},
+			pod:     subject().Request(corev1.ResourceCPU, "1").Claim("local").Obj(), want: placedOn("b")},
+		scenario{name: "a local volume's node is full",
+			nodes: nodes(node("a"), node("b")), background: pods(busy("f", "b", "4")),
+			storage: storage{claims: claims(boundClaim("local")), volumes: volumes(st.MakePV("local").Local("b", "/mnt/disk").ClaimRef("", "local"))},
+			pod:     subject().Request(corev1.ResourceCPU, "1").Claim("local").Obj(), want: refused()},
+		scenario{name: "a zonal volume keeps the pod in its zone",
+			nodes: nodes(inZone("a", "z1"), inZone("b", "z2")), background: pods(busy("f", "b", "2")),
+			storage: storage{claims: claims(boundClaim("disk")), volumes: volumes(csiVolume("disk").Label(zone, "z2"))},
+			pod:     subject().Claim("disk").Obj(), want: placedOn("b")},
+		scenario{name: "a claim that does not exist",
+			nodes: nodes(node("a")), pod: subject().Claim("missing").Obj(), want: refused()},
+		scenario{name: "a claim bound to a volume that does not exist",
+			nodes: nodes(node("a")), storage: storage{claims: claims(boundClaim("gone"))},
+			pod: subject().Claim("gone").Obj(), want: refused()},
+		scenario{name: "a claim being deleted",
+			nodes: nodes(node("a")), storage: storage{claims: claims(boundClaim("going").Terminating()), volumes: volumes(csiVolume("going"))},
+			pod: subject().Claim("going").Obj(), want: refused()},
+		scenario{name: "an unbound claim of an Immediate class",
+			nodes: nodes(node("a")), storage: storage{classes: []*storagev1.StorageClass{st.MakeStorageClass("now", storagev1.VolumeBindingImmediate)},
+				claims: claims(st.MakePVC("", "unbound").Class("now"))},
+			pod: subject().Claim("unbound").Obj(), want: refused()},
+		scenario{name: "a claim pre-bound by name, the binding not completed",
+			nodes: nodes(node("a")), storage: storage{claims: claims(st.MakePVC("", "pre").PreBound("pre")), volumes: volumes(st.MakePV("pre").CSI(csiDriver, "h-pre"))},
+			pod: subject().Claim("pre").Obj(), want: refused()},
+		scenario{name: "a ReadWriteOncePod claim another pod uses",
+			nodes: nodes(node("a"), node("b")), background: pods(bg("holder", "a").Claim("once").Obj()),
+			storage: storage{claims: claims(boundClaim("once").AccessModes(corev1.ReadWriteOncePod)), volumes: volumes(csiVolume("once"))},
+			pod:     subject().Claim("once").Obj(), want: refused()},
+		scenario{name: "a ReadWriteOnce claim may be shared",
+			nodes: nodes(node("a")), background: pods(bg("holder", "a").Claim("shared").Obj()),
+			storage: storage{claims: claims(boundClaim("shared")), volumes: volumes(csiVolume("shared"))},
+			pod:     subject().Claim("shared").Obj(), want: placedOn("a")},
+		scenario{name: "a node at its CSI attach limit",
+			nodes: nodes(node("a"), node("b")), background: pods(bg("holder", "a").Claim("v1").Obj(), busy("f", "b", "2")),
+			storage: storage{claims: claims(boundClaim("v1"), boundClaim("v2")),
+				volumes:  volumes(csiVolume("v1"), csiVolume("v2")),
+				csiNodes: csiNodes(st.MakeCSINode("a").Driver(csiDriver, 1), st.MakeCSINode("b").Driver(csiDriver, 1))},
+			pod: subject().Claim("v2").Obj(), want: placedOn("b")},
+		scenario{name: "a volume already on the node counts once toward its limit",
+			nodes: nodes(node("a"), node("b")), background: pods(bg("holder", "a").Claim("v1").Obj()),
+			storage: storage{claims: claims(boundClaim("v1")), volumes: volumes(csiVolume("v1")),
+				csiNodes: csiNodes(st.MakeCSINode("a").Driver(csiDriver, 1), st.MakeCSINode("b").Driver(csiDriver, 0))},
+			pod: subject().Claim("v1").Obj(), want: placedOn("a")},
 	)
 
 	add("preferred",

@@ -7,7 +7,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
+	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
 	"github.com/troupe-ml/troupe/internal/placementcheck"
 	"github.com/troupe-ml/troupe/internal/testutil"
 )
@@ -20,9 +22,13 @@ type gangCase struct {
 	name    string
 	nodes   []*corev1.Node
 	members []*corev1.Pod
+	// storage is the case's claims, volumes, classes and CSINodes.
+	storage storage
 	// fits says whether the whole gang can be placed; if not, nothing
 	// may be bound and the PodGroup must say Unschedulable.
 	fits bool
+	// refusal, if set, must be in the PodGroup's Unschedulable message.
+	refusal string
 }
 
 // worker is a gang member asking for one GPU: troupe-scheduler bin-packs
@@ -62,6 +68,23 @@ func gangCases() []gangCase {
 			nodes: gpuNodes("a", "b", "c", "d"), members: spread(4), fits: true},
 		{name: "3 workers, one per node, on only 2 nodes: none bound, the PodGroup Unschedulable",
 			nodes: gpuNodes("a", "b"), members: oneEach(3), fits: false},
+		{name: "2 workers sharing one ReadWriteOncePod claim: none bound, the gang refused",
+			nodes: gpuNodes("a", "b"), fits: false, refusal: "whose access mode is ReadWriteOncePod",
+			members: []*corev1.Pod{worker(0).Claim("once").Obj(), worker(1).Claim("once").Obj()},
+			storage: storage{claims: claims(boundClaim("once").AccessModes(corev1.ReadWriteOncePod)), volumes: volumes(csiVolume("once"))}},
+		{name: "2 workers with a CSI volume each, on nodes that attach one: one per node",
+			nodes: gpuNodes("a", "b"), fits: true,
+			members: []*corev1.Pod{worker(0).Claim("v0").Obj(), worker(1).Claim("v1").Obj()},
+			storage: storage{claims: claims(boundClaim("v0"), boundClaim("v1")), volumes: volumes(csiVolume("v0"), csiVolume("v1")),
+				csiNodes: csiNodes(st.MakeCSINode("a").Driver(csiDriver, 1), st.MakeCSINode("b").Driver(csiDriver, 1))}},
+		// Not a difference in judgement but in means: kube-scheduler
+		// would choose a node and have the claim provisioned there;
+		// troupe-scheduler binds and provisions no volume, and says so.
+		{name: "a worker whose claim is unbound and binds WaitForFirstConsumer: the gang refused, naming the field",
+			nodes: gpuNodes("a"), fits: false, refusal: "spec.volumes[0].persistentVolumeClaim (late): claim \"late\" is not bound",
+			members: []*corev1.Pod{worker(0).Claim("late").Obj()},
+			storage: storage{classes: []*storagev1.StorageClass{st.MakeStorageClass("wffc", storagev1.VolumeBindingWaitForFirstConsumer)},
+				claims: claims(st.MakePVC("", "late").Class("wffc"))}},
 	}
 }
 
@@ -73,7 +96,7 @@ func gangSpecs(ctx context.Context, s func() *schedulers) {
 
 func runGang(ctx context.Context, s *schedulers, gc gangCase) {
 	mark := s.mark()
-	r := setUp(ctx, s, scenario{name: gc.name, nodes: gc.nodes})
+	r := setUp(ctx, s, scenario{name: gc.name, nodes: gc.nodes, storage: gc.storage})
 	var members []*corev1.Pod
 	for _, m := range gc.members {
 		members = append(members, r.localize(m))
@@ -101,6 +124,9 @@ func runGang(ctx context.Context, s *schedulers, gc gangCase) {
 	if !gc.fits && ds[0].message == "" {
 		problems = append(problems, "the gang cannot be placed whole, and its PodGroup does not say Unschedulable")
 	}
+	if gc.refusal != "" && !strings.Contains(ds[0].message, gc.refusal) {
+		problems = append(problems, fmt.Sprintf("the PodGroup does not say %q", gc.refusal))
+	}
 	if len(viol) > 0 {
 		problems = append(problems, "troupe-scheduler's placement breaks required rules (see the checker's violations)")
 	}
@@ -121,6 +147,7 @@ func runGang(ctx context.Context, s *schedulers, gc gangCase) {
 	// The cluster as troupe-scheduler left it, members included.
 	r.state = final
 	b.WriteString(r.describeCluster())
+	b.WriteString(r.describeStorage())
 	b.WriteString("a member:\n")
 	b.WriteString(indent(describePod(ds[0].asked), "    "))
 	Fail(b.String() + s.logsSince(mark))

@@ -49,6 +49,8 @@ type scenario struct {
 	// allocatable. A change must be idempotent; it is applied to the spec
 	// and then to the status.
 	changes map[string]func(*corev1.Node)
+	// storage is the case's claims, volumes, classes and CSINodes.
+	storage storage
 	// want is what kube-scheduler must do with the pod, so that a
 	// hand-written case proves it tests what its name says.
 	want premise
@@ -187,6 +189,10 @@ func setUp(ctx context.Context, s *schedulers, sc scenario) *run {
 		deleteNodes(ctx, r.nodes)
 	})
 
+	// Storage before the nodes: the barrier below then finds it in both
+	// schedulers' caches.
+	r.createStorage(ctx, sc.storage)
+
 	// The barrier's target is created last: a node with room for both
 	// sentinels beside its background pods.
 	bgOn := map[string]int{}
@@ -284,7 +290,7 @@ func setUp(ctx context.Context, s *schedulers, sc scenario) *run {
 
 	// The cluster as the API server stores it: admission may have
 	// defaulted or merged fields (matchLabelKeys into selectors).
-	r.state = placementcheck.State{}
+	r.state.Nodes, r.state.Pods, r.state.Namespaces = nil, nil, nil
 	for _, n := range r.nodes {
 		got := &corev1.Node{}
 		Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(n), got)).To(Succeed())
@@ -402,6 +408,7 @@ func (r *run) report(o outcome) string {
 	fmt.Fprintf(&b, "kube-scheduler said:   %s\n", orDash(o.kube.message))
 	fmt.Fprintf(&b, "troupe PodGroup said:  %s\n", orDash(o.troupe.message))
 	b.WriteString(r.describeCluster())
+	b.WriteString(r.describeStorage())
 	b.WriteString("the pod:\n")
 	b.WriteString(indent(describePod(o.kube.asked), "    "))
 	return b.String()
