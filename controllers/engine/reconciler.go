@@ -46,6 +46,9 @@ type Reconciler struct {
 	clock  clock.PassiveClock
 	// metrics counts what the passes decide (jobmetrics).
 	metrics *jobmetrics.Recorder
+	// fence, if set, says whether this replica still leads; a pass it
+	// refuses does nothing and is retried (cmdutil.LeaseFence).
+	fence func() error
 }
 
 // Option configures a Reconciler.
@@ -62,6 +65,17 @@ func WithGangBackends(b integrations.Backends) Option {
 func WithAdmissionWait(wait bool) Option {
 	return func(r *Reconciler) { r.waitForAdmission = wait }
 }
+
+// WithFence makes every pass first ask fence whether this replica still
+// leads: a leader paused past its lease and continued must not act beside
+// the one that took over. A nil fence is none.
+func WithFence(fence func() error) Option {
+	return func(r *Reconciler) { r.fence = fence }
+}
+
+// fenceRetry is when a pass the fence refused is tried again: by then the
+// replica has renewed its lease, or lost it and exited.
+const fenceRetry = time.Second
 
 // NewReconciler returns the engine for one framework.
 func NewReconciler(c client.Client, recorder events.EventRecorder, fw Framework, opts ...Option) *Reconciler {
@@ -161,6 +175,12 @@ func (s *scope) requeueAt(d time.Duration) {
 
 // Reconcile fetches the job, runs one pass and writes the status once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.fence != nil {
+		if err := r.fence(); err != nil {
+			log.FromContext(ctx).Info("Not reconciling: this replica may no longer lead", "reason", err.Error())
+			return ctrl.Result{RequeueAfter: fenceRetry}, nil
+		}
+	}
 	job := r.fw.NewJob()
 	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {

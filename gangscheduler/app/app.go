@@ -124,6 +124,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 	for _, tune := range tuning {
 		tune(&mgrOpts)
 	}
+	fence, err := cmdutil.FenceLeaderElection(cfg, &mgrOpts)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -169,6 +173,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 			MaxIdlePeriod:    opts.MaxIdlePeriod,
 			EventGate:        gate,
 			PartialGangGrace: opts.PartialGangGrace,
+			Fence:            fence.Checker(),
 			Log:              ctrl.Log.WithName("scheduler"),
 		})
 	if err := mgr.Add(sched); err != nil {

@@ -109,6 +109,12 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "preemptions_total",
 		Help: "Gangs preempted: their pods deleted to make room for a gang of higher priority.",
 	})
+	// FencedCycles counts cycles that committed nothing because the
+	// replica's lease was too old to be sure it still led.
+	FencedCycles = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "fenced_cycles_total",
+		Help: "Cycles that committed nothing: this replica had not renewed its leader lease within the renew deadline.",
+	})
 	// StatusWrites counts PodGroup and Queue status writes by result.
 	StatusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "status_writes_total",
@@ -117,5 +123,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(CycleDuration, DecisionDuration, SnapshotDuration, DecisionCPU, Cycles, BindDuration, Binds, Gangs, PredicateEvaluations, Preemptions, PartialGangReclaims, StatusWrites)
+	ctrlmetrics.Registry.MustRegister(CycleDuration, DecisionDuration, SnapshotDuration, DecisionCPU, Cycles, BindDuration, Binds, Gangs, PredicateEvaluations, Preemptions, PartialGangReclaims, StatusWrites, FencedCycles)
 }

@@ -55,7 +55,11 @@ type Options struct {
 	// members on nodes are reclaimed (actions.PartialGangs); negative
 	// means actions.DefaultPartialGangGrace.
 	PartialGangGrace time.Duration
-	Log              logr.Logger
+	// Fence, if set, is asked before each commit whether this replica
+	// still leads (cmdutil.LeaseFence); a cycle it refuses commits
+	// nothing: no bind, eviction or status write.
+	Fence func() error
+	Log   logr.Logger
 }
 
 // Scheduler runs cycles, triggered by the cache's changes.
@@ -143,6 +147,13 @@ func (s *Scheduler) RunOnce(ctx context.Context) error {
 	metrics.SnapshotDuration.Observe(snapshotted.Sub(start).Seconds())
 	metrics.DecisionDuration.Observe(decided.Sub(start).Seconds())
 	metrics.PredicateEvaluations.Add(float64(d.stats.PredicateEvaluations))
+	if s.opts.Fence != nil {
+		if err := s.opts.Fence(); err != nil {
+			metrics.FencedCycles.Inc()
+			s.opts.Log.Info("Not committing the cycle: this replica may no longer lead", "reason", err.Error())
+			return nil
+		}
+	}
 
 	release := s.holdEvents()
 	bindErr := s.bind(ctx, state, d.bindings)

@@ -34,8 +34,8 @@ func FrameworkNames() []string {
 }
 
 // SetupControllers registers one controller per enabled job kind, and the
-// health checks, with the manager.
-func SetupControllers(mgr ctrl.Manager, opts *Options) error {
+// health checks, with the manager; extra options go to every controller.
+func SetupControllers(mgr ctrl.Manager, opts *Options, extra ...engine.Option) error {
 	gangs, err := gangBackends(opts.GangSchedulerName, mgr.GetRESTMapper())
 	if err != nil {
 		return err
@@ -44,7 +44,7 @@ func SetupControllers(mgr ctrl.Manager, opts *Options) error {
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("gang backends", describeGangBackends(gangs)...)
-	engineOpts := []engine.Option{engine.WithGangBackends(gangs), engine.WithAdmissionWait(opts.WaitForPodGroupAdmission)}
+	engineOpts := append([]engine.Option{engine.WithGangBackends(gangs), engine.WithAdmissionWait(opts.WaitForPodGroupAdmission)}, extra...)
 	for _, name := range opts.Schemes() {
 		newFramework, ok := frameworks[name]
 		if !ok {

@@ -18,6 +18,7 @@ import (
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/controllers/engine"
 	"github.com/troupe-ml/troupe/internal/cmdutil"
 )
 
@@ -90,11 +91,15 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 	for _, tune := range tuning {
 		tune(&mgrOpts)
 	}
+	fence, err := cmdutil.FenceLeaderElection(cfg, &mgrOpts)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if err := SetupControllers(mgr, opts); err != nil {
+	if err := SetupControllers(mgr, opts, engine.WithFence(fence.Checker())); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
