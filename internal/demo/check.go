@@ -103,6 +103,11 @@ func check(snap *snapshot, keys []string) verdict {
 			}
 			missing = append(missing, gang)
 		}
+		if job.Topology != nil && len(missing) == 0 {
+			misplaced, waiting := checkTopology(key, job, snap.nodeLabels)
+			v.Misplaced = append(v.Misplaced, misplaced...)
+			missing = append(missing, waiting...)
+		}
 		if len(missing) > 0 {
 			v.Waiting = append(v.Waiting, key+": "+strings.Join(missing, "; "))
 		}

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/internal/localcluster"
 )
 
 func runningJob() jobRow {
@@ -344,4 +347,75 @@ func TestRenderGangRestarts(t *testing.T) {
 		"Last gang restart of PyTorchJob pytorch-gang, at 15:04:05: MemberFailed: pod pytorch-gang-worker-1: container pytorch exited with retryable code 137",
 		"\n[ 12.0s] failing pytorch-gang-worker-1 with exit code 137 (kwok chaos stage)\n",
 	)
+}
+
+// topologyJob is the topology example as the demo wants it: 8 members of
+// one GPU, in block-1, 4 in rack-1 and 4 in rack-2, its PodGroup saying
+// the rules are kept; nodes are labelled as localcluster.Nodes labels
+// them.
+func topologyJob() (jobRow, map[string]map[string]string) {
+	labels := map[string]map[string]string{}
+	for _, n := range localcluster.Nodes(0, 8) {
+		labels[n.Name] = n.Labels
+	}
+	job := jobRow{
+		Namespace: "default", Kind: "PyTorchJob", Name: "pytorch-topology", Expected: 8, Gang: "Running",
+		Topology: &topologyRule{
+			Levels: []levelRule{
+				{Level: "block", Label: localcluster.BlockLabel, Policy: schedulingv1alpha1.TopologyPack},
+				{Level: "rack", Label: localcluster.RackLabel, Policy: schedulingv1alpha1.TopologyPartition, Partitions: 2},
+			},
+			Satisfied: "True", Message: "every rule kept",
+		},
+	}
+	for i, node := range []string{"gpu-1", "gpu-1", "gpu-2", "gpu-2", "gpu-3", "gpu-3", "gpu-4", "gpu-4"} {
+		role := "worker"
+		if i == 0 {
+			role = "master"
+		}
+		job.Pods = append(job.Pods, podRow{Name: fmt.Sprintf("pytorch-topology-%s-%d", role, i), Role: role, Index: i, Phase: "Running",
+			Node: node, NodeKind: kindGPU, GPUs: 1, Place: placeOf(labels[node])})
+	}
+	return job, labels
+}
+
+const topologyKey = "PyTorchJob default/pytorch-topology"
+
+func TestCheckTopology(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*jobRow)
+		want   wantVerdict
+	}{
+		{name: "one block, two racks of four", want: wantVerdict{done: true}},
+		{name: "a member in the other block", mutate: func(j *jobRow) { j.Pods[7].Node = "gpu-5" },
+			want: wantVerdict{misplaced: []string{topologyKey + ": level block: members in block-1: 7, block-2: 1; the required rule packs them into one",
+				"level rack: members in rack-1: 4, rack-2: 3, rack-3: 1; the required rule partitions them into 2"}}},
+		{name: "one block but racks of five and three", mutate: func(j *jobRow) { j.Pods[4].Node = "gpu-2" },
+			want: wantVerdict{misplaced: []string{"level rack: members in rack-1: 5, rack-2: 3"}}},
+		{name: "placed right, but the scheduler has not said so yet", mutate: func(j *jobRow) { j.Topology.Satisfied, j.Topology.Message = "", "" },
+			want: wantVerdict{waiting: []string{topologyKey + `: PodGroup TopologySatisfied ""`}}},
+		{name: "not all bound: the placement is not judged yet", mutate: func(j *jobRow) { j.Pods[7].Node, j.Pods[7].Phase = "", "Pending" },
+			want: wantVerdict{waiting: []string{"7/8 pods Running"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			job, labels := topologyJob()
+			if tc.mutate != nil {
+				tc.mutate(&job)
+			}
+			v := check(&snapshot{Jobs: []jobRow{job}, nodeLabels: labels}, []string{topologyKey})
+			assertVerdict(t, v, tc.want)
+		})
+	}
+}
+
+func TestRenderShowsTheTopology(t *testing.T) {
+	job, labels := topologyJob()
+	out := render(&snapshot{Jobs: []jobRow{job}, nodeLabels: labels}, view{})
+	for _, want := range []string{"pytorch-topology-worker-7  Running  gpu-4  gpu block-1/rack-2", "pytorch-topology placed by its topology rule"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("render lacks %q:\n%s", want, out)
+		}
+	}
 }

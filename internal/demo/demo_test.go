@@ -31,8 +31,11 @@ func TestSmoke(t *testing.T) {
 		t.Fatalf("Run = %d, want 0", code)
 	}
 	for _, want := range []string{
-		"OK: all 3 example jobs Running, every pod on the right kind of node; PyTorchJob pytorch-gang restarted as a whole gang and Running again as generation 1",
-		"TFJob tf-mixed           Running   chief",
+		"OK: all 4 example jobs Running, every pod on the right kind of node; PyTorchJob pytorch-gang restarted as a whole gang and Running again as generation 1",
+		"TFJob tf-mixed               Running   chief",
+		// The topology example, checked from the nodes' labels.
+		"pytorchjob-topology.yaml: Topology default\n",
+		"PyTorchJob pytorch-topology placed by its topology rule",
 		// The gang restart: the demo fails the worker, and generation 1
 		// runs in the end. (The Restarting condition in between lasts a
 		// few seconds only, the backoff: a loaded machine may poll past

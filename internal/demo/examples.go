@@ -74,10 +74,19 @@ func applyManifests(ctx context.Context, c client.Client, ms []manifest, note fu
 	var jobs []string
 	for _, m := range ms {
 		obj := m.Obj.DeepCopy()
+		// loadManifests put every object in "default"; a cluster-scoped
+		// one (a Topology) has no namespace.
+		if namespaced, err := c.IsObjectNamespaced(obj); err == nil && !namespaced {
+			obj.SetNamespace("")
+		}
 		if err := c.Create(ctx, obj); err != nil {
 			return nil, fmt.Errorf("apply %s (%s %s): %w", filepath.Base(m.File), m.Obj.GetKind(), m.Obj.GetName(), err)
 		}
-		note(fmt.Sprintf("applied %s: %s %s/%s", relPath(m.File), m.Obj.GetKind(), m.Obj.GetNamespace(), m.Obj.GetName()))
+		name := obj.GetName()
+		if obj.GetNamespace() != "" {
+			name = obj.GetNamespace() + "/" + name
+		}
+		note(fmt.Sprintf("applied %s: %s %s", relPath(m.File), m.Obj.GetKind(), name))
 		if isTrainingJob(m.Obj) {
 			jobs = append(jobs, jobKey(m.Obj.GetKind(), m.Obj.GetNamespace(), m.Obj.GetName()))
 		}

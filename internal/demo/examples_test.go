@@ -51,11 +51,12 @@ func TestExamplesParse(t *testing.T) {
 			switch gvk := m.Obj.GroupVersionKind(); {
 			case isTrainingJob(m.Obj):
 				jobs++
-			// What a job names: its queue and its priority class.
-			case gvk.Group == "scheduling.troupe.dev" && gvk.Kind == "Queue",
+			// What a job names: its queue, its priority class, its
+			// topology.
+			case gvk.Group == "scheduling.troupe.dev" && (gvk.Kind == "Queue" || gvk.Kind == "Topology"),
 				gvk.Group == "scheduling.k8s.io" && gvk.Kind == "PriorityClass":
 			default:
-				t.Errorf("%s: %s is neither a training job nor a Queue or PriorityClass one uses", filepath.Base(f), m.Obj.GetKind())
+				t.Errorf("%s: %s is neither a training job nor a Queue, Topology or PriorityClass one uses", filepath.Base(f), m.Obj.GetKind())
 			}
 		}
 		if jobs == 0 {
@@ -90,13 +91,22 @@ func TestDefaultExamplesMatchTheDemoNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 3 {
-		t.Fatalf("want a TFJob, a PyTorchJob and an MPIJob, got %d objects", len(ms))
+	jobs := 0
+	for _, m := range ms {
+		if isTrainingJob(m.Obj) {
+			jobs++
+		}
+	}
+	if jobs != 4 {
+		t.Fatalf("want a TFJob, two PyTorchJobs and an MPIJob, got %d training jobs", jobs)
 	}
 	nodes := localcluster.Nodes(1, 1)
 	wantGPU := map[string]bool{"TFJob/Chief": false, "TFJob/Worker": true, "PyTorchJob/Master": true, "PyTorchJob/Worker": true, "MPIJob/Launcher": false, "MPIJob/Worker": true}
 	seen := map[string]bool{}
 	for _, m := range ms {
+		if !isTrainingJob(m.Obj) {
+			continue
+		}
 		var field string
 		for _, jk := range jobKinds {
 			if jk.kind == m.Obj.GetKind() {

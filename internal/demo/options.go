@@ -31,7 +31,12 @@ var DefaultExamples = []string{
 	"examples/tfjob-mixed.yaml",
 	"examples/pytorchjob-gpu.yaml",
 	"examples/mpijob-mixed.yaml",
+	TopologyExample,
 }
+
+// TopologyExample is the default example whose gang the demo's check
+// verifies against its topology rule: one block, two racks of four.
+const TopologyExample = "examples/pytorchjob-topology.yaml"
 
 // GangRestartExample is the job --show-gang-restart applies once the
 // examples run, and restarts as a whole gang.
@@ -69,7 +74,7 @@ func NewOptions() *Options {
 		StateDir: filepath.Join(os.TempDir(), "troupe-demo"),
 		Examples: append([]string(nil), DefaultExamples...),
 		CPUNodes: 3,
-		GPUNodes: 4,
+		GPUNodes: 8,
 		Timeout:  3 * time.Minute,
 		Refresh:  time.Second,
 
@@ -93,7 +98,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.IntVar(&o.CPUNodes, "cpu-nodes", o.CPUNodes, "Simulated CPU-only nodes (16 CPU, 64Gi, label node-pool=cpu).")
-	fs.IntVar(&o.GPUNodes, "gpu-nodes", o.GPUNodes, "Simulated GPU nodes (32 CPU, 256Gi, 8 nvidia.com/gpu, label node-pool=gpu, taint nvidia.com/gpu=present:NoSchedule).")
+	fs.IntVar(&o.GPUNodes, "gpu-nodes", o.GPUNodes, "Simulated GPU nodes (32 CPU, 256Gi, 8 nvidia.com/gpu, label node-pool=gpu, taint nvidia.com/gpu=present:NoSchedule), in racks of 2 and blocks of 2 racks (labels topology.example.com/rack and /block).")
 	fs.BoolVar(&o.UntilRunning, "until-running", o.UntilRunning, "Smoke test: exit 0 once every example job's pods run on the right kind of node (GPU pods on GPU nodes, the others on CPU nodes) and every gang is Running, and with --show-gang-restart once the restarted job is back as generation 1; exit 1 on a misplaced pod, a failed job, or at --timeout.")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "With --until-running: how long to wait for the cluster, the examples and the gang restart.")
 	fs.DurationVar(&o.Refresh, "refresh", o.Refresh, "How often the table is redrawn.")

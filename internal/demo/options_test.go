@@ -14,7 +14,7 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.CPUNodes != 3 || o.GPUNodes != 4 || o.UntilRunning || o.Timeout != 3*time.Minute || o.Refresh != time.Second || !o.ShowGangRestart ||
+	if o.CPUNodes != 3 || o.GPUNodes != 8 || o.UntilRunning || o.Timeout != 3*time.Minute || o.Refresh != time.Second || !o.ShowGangRestart ||
 		strings.Join(o.Examples, ",") != strings.Join(DefaultExamples, ",") || !filepath.IsAbs(o.StateDir) {
 		t.Errorf("unexpected defaults: %+v", o)
 	}

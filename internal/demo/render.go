@@ -74,7 +74,11 @@ func render(snap *snapshot, v view) string {
 			if i == 0 {
 				g = gang
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, g, p.Role, p.Name, p.Phase, dash(p.Node), dash(p.NodeKind))
+			kind := dash(p.NodeKind)
+			if p.Place != "" && j.Topology != nil {
+				kind += " " + p.Place
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, g, p.Role, p.Name, p.Phase, dash(p.Node), kind)
 		}
 		for i := max(len(j.Pods), 1); i < len(names); i++ {
 			fmt.Fprintf(tw, "%s\t\t\t\t\t\t\n", names[i])
@@ -95,7 +99,7 @@ func render(snap *snapshot, v view) string {
 		for _, j := range snap.Jobs {
 			pods += len(j.Pods)
 		}
-		fmt.Fprintf(&b, "All %d gangs Running (%d pods): pods asking for GPUs on gpu nodes, the others on cpu nodes.\n", len(snap.Jobs), pods)
+		fmt.Fprintf(&b, "All %d gangs Running (%d pods): pods asking for GPUs on gpu nodes, the others on cpu nodes%s.\n", len(snap.Jobs), pods, topologyNote(snap))
 	default:
 		running := 0
 		for _, j := range snap.Jobs {
@@ -135,6 +139,21 @@ func render(snap *snapshot, v view) string {
 		}
 	}
 	return b.String()
+}
+
+// topologyNote names the jobs whose placement keeps a topology rule, for
+// the line that says all gangs run.
+func topologyNote(snap *snapshot) string {
+	var names []string
+	for _, j := range snap.Jobs {
+		if j.Topology != nil && len(j.Topology.Levels) > 0 {
+			names = append(names, j.display())
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(names, ", ") + " placed by its topology rule"
 }
 
 // generationText is a gang-restarted job's generation and restart count,

@@ -47,6 +47,9 @@ type snapshot struct {
 	Time  time.Time
 	Nodes []nodeRow
 	Jobs  []jobRow
+	// nodeLabels are the nodes' labels, by node name, for the topology
+	// check.
+	nodeLabels map[string]map[string]string
 }
 
 type nodeRow struct {
@@ -80,7 +83,10 @@ type jobRow struct {
 	Restarts     int32
 	Disruptions  int32
 	LastRestart  *kubeflowv1.GangRestart
-	Pods         []podRow
+	// Topology is the required topology rule of the job's PodGroup; nil
+	// without one.
+	Topology *topologyRule
+	Pods     []podRow
 }
 
 type podRow struct {
@@ -92,8 +98,10 @@ type podRow struct {
 	Phase    string
 	Node     string
 	NodeKind string
-	GPUs     int64
-	Message  string
+	// Place is the node's block and rack ("block-1/rack-2"), if labelled.
+	Place   string
+	GPUs    int64
+	Message string
 	// Generation is the pod's troupe.dev/gang-generation label; empty on
 	// pods of jobs that do not restart as a gang.
 	Generation string
@@ -126,7 +134,7 @@ func (j jobRow) display() string {
 
 // observe reads the cluster into a snapshot.
 func observe(ctx context.Context, c client.Reader) (*snapshot, error) {
-	snap := &snapshot{Time: time.Now()}
+	snap := &snapshot{Time: time.Now(), nodeLabels: map[string]map[string]string{}}
 
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes); err != nil {
@@ -145,6 +153,7 @@ func observe(ctx context.Context, c client.Reader) (*snapshot, error) {
 			row.NotReady = row.NotReady || t.Key == corev1.TaintNodeNotReady
 		}
 		kindOf[n.Name] = row.Kind
+		snap.nodeLabels[n.Name] = n.Labels
 		snap.Nodes = append(snap.Nodes, row)
 	}
 	slices.SortFunc(snap.Nodes, func(a, b nodeRow) int { return strings.Compare(a.Name, b.Name) })
@@ -172,6 +181,17 @@ func observe(ctx context.Context, c client.Reader) (*snapshot, error) {
 	if err := c.List(ctx, &groups); err != nil && !meta.IsNoMatchError(err) {
 		return nil, fmt.Errorf("list PodGroups: %w", err)
 	}
+	var topologyList schedulingv1alpha1.TopologyList
+	if err := c.List(ctx, &topologyList); err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("list Topologies: %w", err)
+	}
+	topologies := map[string]map[string]string{}
+	for _, t := range topologyList.Items {
+		topologies[t.Name] = map[string]string{}
+		for _, l := range t.Spec.Levels {
+			topologies[t.Name][l.Name] = l.NodeLabel
+		}
+	}
 	for i := range groups.Items {
 		pg := &groups.Items[i]
 		owner := metav1.GetControllerOf(pg)
@@ -184,6 +204,7 @@ func observe(ctx context.Context, c client.Reader) (*snapshot, error) {
 				job.Gang = string(schedulingv1alpha1.PodGroupPending)
 			}
 			job.GangMessage = latestConditionMessage(pg.Status.Conditions)
+			job.Topology = readTopologyRule(pg, topologies)
 		}
 	}
 
@@ -209,6 +230,7 @@ func observe(ctx context.Context, c client.Reader) (*snapshot, error) {
 			Phase:      podPhase(p),
 			Node:       p.Spec.NodeName,
 			NodeKind:   kindOf[p.Spec.NodeName],
+			Place:      placeOf(snap.nodeLabels[p.Spec.NodeName]),
 			GPUs:       podGPUs(p),
 			Message:    unschedulableMessage(p),
 			Generation: p.Labels[kubeflowv1.GangGenerationLabel],

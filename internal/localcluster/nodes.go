@@ -28,19 +28,34 @@ const (
 	KwokSelector   = KwokAnnotation + "=fake"
 )
 
+// The GPU nodes' network tree, as a cluster's topology labels would
+// describe it: racks of NodesPerRack nodes, blocks of RacksPerBlock racks
+// (the Topology of examples/pytorchjob-topology.yaml names these labels).
+const (
+	BlockLabel    = "topology.example.com/block"
+	RackLabel     = "topology.example.com/rack"
+	NodesPerRack  = 2
+	RacksPerBlock = 2
+)
+
 // GPUTaint keeps pods that do not tolerate it off the GPU nodes, as GPU
 // node pools are usually tainted.
 var GPUTaint = corev1.Taint{Key: string(GPUResource), Value: "present", Effect: corev1.TaintEffectNoSchedule}
 
 // Nodes returns the simulated nodes cpu-1.. and gpu-1..: CPUNode and
-// GPUNode shapes.
+// GPUNode shapes, the GPU nodes in racks and blocks in order (gpu-1 and
+// gpu-2 in rack-1 of block-1, gpu-3 and gpu-4 in rack-2 of block-1, ...).
 func Nodes(cpuNodes, gpuNodes int) []*corev1.Node {
 	var nodes []*corev1.Node
 	for i := range cpuNodes {
 		nodes = append(nodes, CPUNode(fmt.Sprintf("cpu-%d", i+1)))
 	}
 	for i := range gpuNodes {
-		nodes = append(nodes, GPUNode(fmt.Sprintf("gpu-%d", i+1)))
+		n := GPUNode(fmt.Sprintf("gpu-%d", i+1))
+		rack := i / NodesPerRack
+		n.Labels[RackLabel] = fmt.Sprintf("rack-%d", rack+1)
+		n.Labels[BlockLabel] = fmt.Sprintf("block-%d", rack/RacksPerBlock+1)
+		nodes = append(nodes, n)
 	}
 	return nodes
 }
