@@ -263,10 +263,12 @@ var _ = Describe("Job engine", func() {
 		}, 2*time.Second).Should(Succeed())
 	})
 
-	It("survives an operator that dies mid-reconcile: no duplicate, nothing lost", func() {
-		// Stop the suite's operator and run one whose process "dies" right
-		// after its second pod creation: every later write fails, as if
-		// the process were gone, and the manager stops.
+	// Not a real kill (the chaos soak, test/soak, SIGKILLs operators):
+	// the writes fail from a point on, as if the process were gone.
+	It("survives an operator whose writes fail mid-reconcile, then stops: no duplicate, nothing lost", func() {
+		// Stop the suite's operator and run one whose writes all fail
+		// right after its second pod creation, as if the process were
+		// gone, and whose manager is then stopped.
 		Expect(op.Stop()).To(Succeed())
 		var created atomic.Int32
 		var dead atomic.Bool

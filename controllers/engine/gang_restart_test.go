@@ -340,15 +340,30 @@ var _ = Describe("Whole-gang restarts", func() {
 		Expect(job.Status.Gang.Generation).To(BeZero())
 	})
 
-	It("completes a restart once when the operator stops between teardown and re-creation", func() {
-		// The first operator dies on its second pod deletion of the
-		// teardown: the restart is decided and stored, one old member is
-		// gone, the others are still there.
+	// Not a real kill (the chaos soak, test/soak, SIGKILLs operators):
+	// the first operator's writes fail from a point on, as if its process
+	// were gone, and it is then stopped.
+	It("completes a restart once when the operator's writes fail between teardown and re-creation", func() {
+		// The first operator's writes fail from its second pod deletion of
+		// the teardown on: the restart is decided and stored, one old
+		// member is gone, the others are still there. Its first deletion
+		// reads the job from the API server, to prove the order: the
+		// restart stored before any member is deleted.
 		var deletes atomic.Int32
 		crashed := make(chan struct{})
+		var generationAtFirstDelete atomic.Int32
+		generationAtFirstDelete.Store(-1)
 		startOperator(testutil.WithClientWrapper(func(c client.WithWatch) client.Client {
 			return interceptor.NewClient(c, interceptor.Funcs{
 				Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+					if pod, ok := obj.(*corev1.Pod); ok && deletes.Load() == 0 {
+						stored := &kubeflowv1.TFJob{}
+						if err := c.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: "crash"}, stored); err == nil && stored.Status.Gang != nil {
+							generationAtFirstDelete.Store(stored.Status.Gang.Generation)
+						} else {
+							generationAtFirstDelete.Store(0)
+						}
+					}
 					if _, ok := obj.(*corev1.Pod); ok && deletes.Add(1) == 2 {
 						close(crashed)
 						return fmt.Errorf("operator crashed")
@@ -378,7 +393,8 @@ var _ = Describe("Whole-gang restarts", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(len(pods)).To(BeNumerically(">", 0), "the crash left old members behind")
 		job := jobs.get(Default, "crash")
-		Expect(job.Status.Gang.Generation).To(Equal(int32(1)), "the restart was stored before anything was deleted")
+		Expect(job.Status.Gang.Generation).To(Equal(int32(1)), "the restart was stored")
+		Expect(generationAtFirstDelete.Load()).To(Equal(int32(1)), "the restart was stored before the first member was deleted")
 
 		startOperator()
 		second := generation("crash", 1, 4)
