@@ -77,6 +77,12 @@ func Run(ctx context.Context, opts *Options, stdout, log io.Writer) error {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
+				if !s.RunsWith(p.Name()) {
+					if rep == 0 {
+						fmt.Fprintf(log, "== %s with %s: not run (the scenario runs only %v)\n", s.Name, p.Name(), s.Placers)
+					}
+					continue
+				}
 				name, label := s.Name+"-"+p.Name(), ""
 				if opts.Repeat > 1 {
 					name += fmt.Sprintf("-%d", rep+1)
@@ -90,7 +96,9 @@ func Run(ctx context.Context, opts *Options, stdout, log io.Writer) error {
 			}
 		}
 		for _, r := range runs {
-			shown = append(shown, report.Median(r))
+			if len(r) > 0 {
+				shown = append(shown, report.Median(r))
+			}
 		}
 	}
 	meta.Machine = machineFacts()

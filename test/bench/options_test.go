@@ -44,7 +44,7 @@ func TestOptionsValidate(t *testing.T) {
 		{
 			name:    "unknown names",
 			args:    append([]string{"--scenarios=S1,S9", "--placers=null,kube"}, binaries...),
-			wantErr: []string{`--scenarios: unknown "S9"; known: S1, S2, S3, S4, S4x4, Q, S5`, `--placers: unknown "kube"; known: null, troupe, troupe-gang-events, volcano, volcano-200ms, coscheduling`},
+			wantErr: []string{`--scenarios: unknown "S9"; known: S1, S2, S3, S4, S4x4, Q, S5, T0, T`, `--placers: unknown "kube"; known: null, troupe, troupe-gang-events, volcano, volcano-200ms, coscheduling`},
 		},
 		{
 			name:    "empty lists",
@@ -172,7 +172,7 @@ func TestDefaults(t *testing.T) {
 		o.Settle != 15*time.Second || o.Trailing != 10*time.Second || o.RunTimeout != 5*time.Minute || o.Check || o.Profile {
 		t.Errorf("defaults: %+v", o)
 	}
-	if len(o.ScenarioList()) != 7 || len(o.PlacerList()) != 6 {
+	if len(o.ScenarioList()) != 9 || len(o.PlacerList()) != 6 {
 		t.Errorf("default scenarios %v, placers %v", o.Scenarios, o.Placers)
 	}
 }

@@ -79,6 +79,9 @@ func (r *run) setup(ctx context.Context, c *cluster) (map[string]int, error) {
 			if err := createNamespace(ctx, c); err != nil {
 				return err
 			}
+			if err := createTopology(ctx, c, r.scenario); err != nil {
+				return err
+			}
 			sizes, err = createGangs(ctx, c, r.scenario, r.placer.Dialect(), 0)
 			return err
 		},
@@ -398,6 +401,9 @@ func (r *run) finalState(ctx context.Context, c *cluster, tracker *measure.Track
 		}
 	}
 	res.Quality = measure.Assess(nodePtrs, podPtrs)
+	if r.scenario.Racked() {
+		res.Quality.Racks = measure.RacksOf(nodePtrs, podPtrs, scenario.RackLabel)
+	}
 	return nil
 }
 

@@ -41,6 +41,18 @@ func createNamespace(ctx context.Context, c *cluster) error {
 	return nil
 }
 
+// createTopology creates the Topology a scenario's topology policy names,
+// for every placer alike (each API server has every placer's CRDs).
+func createTopology(ctx context.Context, c *cluster, s scenario.Scenario) error {
+	if s.Topology == nil {
+		return nil
+	}
+	if err := c.client.Create(ctx, scenario.TopologyObject()); err != nil {
+		return fmt.Errorf("create Topology: %w", err)
+	}
+	return nil
+}
+
 // createGangs creates the scenario's gangs, numbered from first, in the
 // placer's dialect: each PodGroup through the backend's own SyncPodGroup,
 // then its pods. It returns each gang's size.

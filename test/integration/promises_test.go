@@ -42,12 +42,18 @@ var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and
 	var f *fixture
 	BeforeEach(func() { f = newFixture(ctx, "partial") })
 
+	// startScheduler runs a troupe-scheduler with the short grace until
+	// the spec ends.
+	startScheduler := func() {
+		s, err := testutil.StartScheduler(suite.Env.Config, grace)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		DeferCleanup(s.Stop)
+	}
+
 	It("binds nothing while workers wait for their scheduling gates, and the whole gang once they are removed", func() {
 		f.node("cpu", "cpu", 0)
 		f.node("gpu", "gpu", 8)
-		s, err := testutil.StartScheduler(suite.Env.Config, grace)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(s.Stop)
+		startScheduler()
 
 		f.job("gated", 2, "2", func(w *testutil.ReplicaBuilder) { w.Gate("example.com/hold") })
 		Eventually(func(g Gomega) {
@@ -73,9 +79,7 @@ var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and
 		f.node("cpu", "cpu", 0)
 		refusing := f.node("gpu-refusing", "gpu", 8)
 		refuseBindsTo(ctx, refusing.Name)
-		s, err := testutil.StartScheduler(suite.Env.Config, grace)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(s.Stop)
+		startScheduler()
 
 		f.job("refused", 2, "4", nil)
 		// The master binds, the workers are refused: partial, then
@@ -101,9 +105,7 @@ var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and
 	It("places a member recreated beside one that succeeded: the finished member counts toward the gang", func() {
 		f.node("cpu", "cpu", 0)
 		f.node("gpu", "gpu", 8)
-		s, err := testutil.StartScheduler(suite.Env.Config, grace)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(s.Stop)
+		startScheduler()
 
 		f.job("finished-worker", 1, "1", nil, func(j *kubeflowv1.PyTorchJob) {
 			j.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster].RestartPolicy = kubeflowv1.RestartPolicy("OnFailure")
@@ -137,9 +139,7 @@ var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and
 		for i := range 3 {
 			f.node(fmt.Sprintf("gpu-%d", i), "gpu", 8)
 		}
-		s, err := testutil.StartScheduler(suite.Env.Config, grace)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(s.Stop)
+		startScheduler()
 
 		// Without the rule the three 2-GPU workers bin-pack onto one node.
 		f.job("ddp", 3, "2", func(w *testutil.ReplicaBuilder) {
@@ -169,9 +169,7 @@ var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and
 		for i := range 2 {
 			f.node(fmt.Sprintf("gpu-%d", i), "gpu", 8)
 		}
-		s, err := testutil.StartScheduler(suite.Env.Config, grace)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(s.Stop)
+		startScheduler()
 
 		f.job("spread", 4, "1", func(w *testutil.ReplicaBuilder) {
 			w.PodSpec(func(spec *corev1.PodSpec) {

@@ -28,6 +28,9 @@ type Quality struct {
 	// constraint over zones more than maxSkew apart (counted over every
 	// zone the nodes have).
 	RuleBreaches int
+	// Racks is the gangs' use of racks, in scenarios whose nodes are in
+	// racks (RacksOf).
+	Racks Racks
 }
 
 // Occupancy is the share of the GPUs in use.

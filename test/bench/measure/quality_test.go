@@ -56,3 +56,45 @@ func TestRuleBreaches(t *testing.T) {
 		t.Errorf("pods without rules breach %d, want 0", got)
 	}
 }
+
+// T's racks judged from the nodes' labels: a gang's GPU pods in one rack,
+// or split.
+func TestRacksOf(t *testing.T) {
+	var tScenario scenario.Scenario
+	for _, s := range scenario.Catalog(0.05, time.Second) {
+		if s.Name == "T" {
+			tScenario = s
+		}
+	}
+	nodes := tScenario.NodeObjects() // 5 CPU nodes, then 3 racks of 8 GPU nodes
+	gpu := func(i int) string { return nodes[5+i].Name }
+	tests := []struct {
+		name string
+		// workers[g][i] is the GPU node index of gang g's worker i.
+		workers        [][]int
+		wantGangs      int
+		wantSplit      int
+		wantRacksTotal int
+	}{
+		{"each gang in its rack", [][]int{{0, 1, 2, 3, 4, 5}, {8, 9, 10, 11, 12, 13}}, 2, 0, 2},
+		{"a gang over two racks", [][]int{{0, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10, 11}}, 2, 1, 3},
+		{"a gang over three racks", [][]int{{0, 8, 16, 17, 18, 19}}, 1, 1, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var pods []*corev1.Pod
+			for gi, workers := range tt.workers {
+				g := tScenario.Gang(gi, "bench", troupe.Backend{})
+				g.Pods[0].Spec.NodeName = nodes[0].Name // the CPU master counts for no rack
+				for i, n := range workers {
+					g.Pods[1+i].Spec.NodeName = gpu(n)
+				}
+				pods = append(pods, g.Pods...)
+			}
+			got := RacksOf(nodes, pods, scenario.RackLabel)
+			if got.Gangs != tt.wantGangs || got.Split != tt.wantSplit || got.RacksUsed != tt.wantRacksTotal {
+				t.Errorf("RacksOf = %+v, want %d gangs, %d split, %d racks in all", got, tt.wantGangs, tt.wantSplit, tt.wantRacksTotal)
+			}
+		})
+	}
+}

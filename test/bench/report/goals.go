@@ -31,7 +31,8 @@ const (
 	// still count as independent of the node count.
 	NodeCostGoal = 1.25
 	// RulesCostGoal is the most Troupe's CPU per pod may grow from S1 to
-	// S5 (the same gangs, with pod anti-affinity and topology spread).
+	// S5 (the same gangs, with pod anti-affinity and topology spread), and
+	// from T0 to T (the same gangs, with a required rack rule).
 	RulesCostGoal = 1.5
 )
 
@@ -85,7 +86,42 @@ func Goals(results []Result) []Verdict {
 		flatCycles(ix),
 		nodeIndependent(ix),
 		rulesCost(ix),
+		topologyKept(ix),
+		topologyCost(ix),
 	}
+}
+
+// topologyKept judges whether Troupe keeps T's required rule: every gang
+// bound whole, none split across racks, read from the nodes' labels.
+func topologyKept(ix index) Verdict {
+	v := Verdict{Goal: "Troupe keeps T's required rack rule: every gang bound whole, none split across racks (from the nodes' labels)"}
+	t, ok := ix.get("T", Troupe)
+	if !ok {
+		return v
+	}
+	unbound, split := len(t.NeverUp), t.Quality.Racks.Split
+	v.Known, v.Met = true, unbound == 0 && split == 0 && t.Quality.Racks.Gangs == t.Scenario.Gangs
+	v.Detail = fmt.Sprintf("%d of %d gangs bound whole, %d split across racks", t.Scenario.Gangs-unbound, t.Scenario.Gangs, split)
+	if n, ok := ix.get("T", Null); ok {
+		v.Detail += fmt.Sprintf("; the null binder, blind to racks: %d split", n.Quality.Racks.Split)
+	}
+	return v
+}
+
+// topologyCost judges what T's rule costs Troupe: its whole process's CPU
+// time per pod in T against T0's (the same gangs without the rule), in
+// the same run.
+func topologyCost(ix index) Verdict {
+	v := Verdict{Goal: fmt.Sprintf("Troupe's CPU per pod with T's rack rule at most %.1f× without (whole-process CPU per pod, T / T0)", RulesCostGoal)}
+	plain, ok1 := ix.get("T0", Troupe)
+	rules, ok2 := ix.get("T", Troupe)
+	if !ok1 || !ok2 || plain.CPUPerPod() == 0 || rules.CPUPerPod() == 0 {
+		return v
+	}
+	ratio := float64(rules.CPUPerPod()) / float64(plain.CPUPerPod())
+	v.Known, v.Met = true, ratio <= RulesCostGoal
+	v.Detail = fmt.Sprintf("%v per pod in T, %v in T0 (%.2f×)", round(rules.CPUPerPod()), round(plain.CPUPerPod()), ratio)
+	return v
 }
 
 // rulesCost judges what placement rules cost Troupe: its whole process's

@@ -38,6 +38,7 @@ func Markdown(w io.Writer, meta Meta, results []Result) {
 	}
 	qualityTable(w, results)
 	rulesTable(w, ix, results)
+	racksTable(w, ix, results)
 	cycleTable(w, ix)
 	nodeCostTable(w, ix)
 	writesTable(w, results)
@@ -144,6 +145,28 @@ func rulesTable(w io.Writer, ix index, results []Result) {
 		}
 		fmt.Fprintf(w, "| %s | %d / %d | %d | %v | %s | %s |\n", r.Placer, r.Scenario.Gangs-len(r.NeverUp), r.Scenario.Gangs,
 			r.Quality.RuleBreaches, round(r.CPUPerPod()), s1, vs)
+	}
+	fmt.Fprintln(w)
+}
+
+// racksTable shows, for T and T0, how each placer used the racks: T's
+// gangs must each keep their workers in one rack (required), T0's carry
+// no rule; and what the rule costs beside T0.
+func racksTable(w io.Writer, ix index, results []Result) {
+	rows := where(results, func(r Result) bool { return (r.Scenario.Name == "T" || r.Scenario.Name == "T0") && r.Err == nil })
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### Topology (T, T0)\n\n")
+	fmt.Fprintf(w, "| scenario | placer | gangs bound whole | gangs split across racks | racks per gang | makespan | CPU/pod | × T0 |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, r := range rows {
+		vs := ""
+		if plain, ok := ix.get("T0", r.Placer); ok && r.Scenario.Name == "T" && plain.CPUPerPod() > 0 {
+			vs = fmt.Sprintf("%.2f", float64(r.CPUPerPod())/float64(plain.CPUPerPod()))
+		}
+		q := r.Quality.Racks
+		fmt.Fprintf(w, "| %s | %s | %d / %d | %d | %.2f | %v | %v | %s |\n", r.Scenario.Name, r.Placer, r.Scenario.Gangs-len(r.NeverUp), r.Scenario.Gangs,
+			q.Split, q.MeanRacks(), round(r.Throughput.Makespan), round(r.CPUPerPod()), vs)
 	}
 	fmt.Fprintln(w)
 }

@@ -60,6 +60,15 @@ func TestGoals(t *testing.T) {
 	// S5 costs 1.4 and 2 times S1's CPU per pod (2s over 2000 pods).
 	rulesCheap, rulesDear := result("S5", Troupe, 900, 2*time.Second), result("S5", Troupe, 900, 2*time.Second)
 	rulesCheap.PlacerCPU, rulesDear.PlacerCPU = 2800*time.Millisecond, 4*time.Second
+	// T: every gang in its rack, or one split; T0 the same gangs without
+	// the rule.
+	racked := func(split int, cpu time.Duration) Result {
+		r := result("T", Troupe, 100, time.Second)
+		r.Quality.Racks = measure.Racks{Gangs: 60, Split: split, RacksUsed: 60 + split}
+		r.PlacerCPU = cpu
+		return r
+	}
+	rackless := result("T0", Troupe, 100, time.Second)
 
 	tests := []struct {
 		name    string
@@ -69,19 +78,21 @@ func TestGoals(t *testing.T) {
 		name: "every goal met",
 		results: []Result{
 			result("S1", Null, 1000, time.Second), result("S1", Troupe, 900, 2*time.Second), result("S1", "volcano", 90, 20*time.Second),
-			s3, s4(Troupe, "S4", 0.1), s4(Troupe, "S4x4", 0.11), rulesCheap,
+			s3, s4(Troupe, "S4", 0.1), s4(Troupe, "S4x4", 0.11), rulesCheap, racked(0, 2800*time.Millisecond), rackless,
 		},
-		want: map[string]string{"Troupe at 0.85": "met", "Troupe ahead": "met", "zero partial": "met", "Troupe's cycle": "met", "Troupe's cost": "met", "Troupe's CPU per pod with placement rules": "met"},
+		want: map[string]string{"Troupe at 0.85": "met", "Troupe ahead": "met", "zero partial": "met", "Troupe's cycle": "met", "Troupe's cost": "met", "Troupe's CPU per pod with placement rules": "met",
+			"Troupe keeps T's required rack rule": "met", "Troupe's CPU per pod with T's rack rule": "met"},
 	}, {
 		name: "every goal missed",
 		results: []Result{
 			result("S1", Null, 1000, time.Second), result("S1", Troupe, 800, 3*time.Second), result("S1", "volcano", 900, 2*time.Second),
-			partial, s4(Troupe, "S4", 0.1), s4(Troupe, "S4x4", 0.4), rulesDear,
+			partial, s4(Troupe, "S4", 0.1), s4(Troupe, "S4x4", 0.4), rulesDear, racked(1, 4*time.Second), rackless,
 			{Scenario: catalog()["S3"], Placer: Troupe, Throughput: measure.Throughput{Pods: 10}, Cycles: []CycleSample{
 				{Backlog: 1200, Cycles: 10, CycleSeconds: 5, DecisionSeconds: 0.5, DecisionCPUSeconds: 0.4}, {Backlog: 100, Cycles: 10, CycleSeconds: 5, DecisionSeconds: 0.5, DecisionCPUSeconds: 0.1},
 			}},
 		},
-		want: map[string]string{"Troupe at 0.85": "not met", "Troupe ahead": "not met", "zero partial": "not met", "Troupe's cycle": "not met", "Troupe's cost": "not met", "Troupe's CPU per pod with placement rules": "not met"},
+		want: map[string]string{"Troupe at 0.85": "not met", "Troupe ahead": "not met", "zero partial": "not met", "Troupe's cycle": "not met", "Troupe's cost": "not met", "Troupe's CPU per pod with placement rules": "not met",
+			"Troupe keeps T's required rack rule": "not met", "Troupe's CPU per pod with T's rack rule": "not met"},
 	}, {
 		// Leaving a gang unbound loses whatever the makespan; a failed
 		// peer run counts as neither ahead nor behind.
@@ -101,7 +112,8 @@ func TestGoals(t *testing.T) {
 	}, {
 		name:    "nothing run",
 		results: nil,
-		want:    map[string]string{"Troupe at 0.85": "not run", "Troupe ahead": "not run", "zero partial": "not run", "Troupe's CPU per pod with placement rules": "not run"},
+		want: map[string]string{"Troupe at 0.85": "not run", "Troupe ahead": "not run", "zero partial": "not run", "Troupe's CPU per pod with placement rules": "not run",
+			"Troupe keeps T's required rack rule": "not run"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/integrations"
 )
 
 // The node shapes every scenario uses: internal/demo's, so that the
@@ -29,13 +31,13 @@ func pytorchRoles(workers, gpus int, workerSelector map[string]string) []Role {
 }
 
 // Names are the scenarios in the order they run.
-var Names = []string{"S1", "S2", "S3", "S4", "S4x4", "Q", "S5"}
+var Names = []string{"S1", "S2", "S3", "S4", "S4x4", "Q", "S5", "T0", "T"}
 
 // Catalog returns every scenario at scale (1 is the design's reference
 // point: 1000 nodes, 500 gangs of 4 pods, client QPS 1000); hold is how
 // long S3's gangs run.
 func Catalog(scale float64, hold time.Duration) []Scenario {
-	return []Scenario{s1(scale), s2(scale), s3(scale, hold), s4(scale, 1), s4(scale, 4), quality(scale), s5(scale)}
+	return []Scenario{s1(scale), s2(scale), s3(scale, hold), s4(scale, 1), s4(scale, 4), quality(scale), s5(scale), rackless(scale), racked(scale)}
 }
 
 // s1, many small gangs: the design's reference workload; everything fits.
@@ -143,4 +145,44 @@ func s5(scale float64) Scenario {
 	s.Pools[1].Zones = 8
 	s.Roles[1].OnePerNode, s.Roles[1].SpreadZones = true, true
 	return s
+}
+
+// racked, topology: gangs of a CPU master and 6 workers of a whole GPU
+// node each, whose workers must share a rack (a required Pack at the rack
+// level, as examples/pytorchjob-topology.yaml asks of a block). Racks
+// hold 8 GPU nodes, so a rack takes one such gang, with 2 nodes to spare;
+// there are 15 gangs for every 16 racks, so everything fits only if no
+// gang is split across racks, or takes a rack another one needed. What a
+// placer blind to racks does with the same gangs shows next to Troupe:
+// the null binder runs T as that reference; the peers do not run it
+// (Volcano's hard network topology needs HyperNodes and its
+// network-topology-aware plugin, which the harness does not set up yet).
+func racked(scale float64) Scenario {
+	s := rackless(scale)
+	s.Name, s.Title = "T", "topology: gangs of 6 GPU nodes, each in one rack (required)"
+	s.Topology = &schedulingv1alpha1.TopologyPolicy{Levels: []schedulingv1alpha1.TopologyLevelPolicy{
+		{Level: "rack", Policy: schedulingv1alpha1.TopologyPack, Required: true},
+	}}
+	s.TopologyRoles = []string{integrations.RoleOf(string(kubeflowv1.PyTorchJobReplicaTypeWorker))}
+	s.Placers = []string{"null", "troupe"}
+	return s
+}
+
+// rackless, T's cluster and gangs without the rule: what the rule costs
+// a placer is T's cost beside T0's.
+func rackless(scale float64) Scenario {
+	const rackSize, workers = 8, 6
+	racks := max(scaled(64, scale, 1), 1)
+	gpu := gpuPool("gpu", "A100", racks*rackSize)
+	gpu.RackSize, gpu.RacksPerBlock = rackSize, 4
+	return Scenario{
+		Name: "T0", Title: "T's gangs of 6 GPU nodes, without a topology rule",
+		Pools: []NodePool{cpuPool(scaled(100, scale, 1)), gpu},
+		Gangs: max(racks*15/16, 1), Kind: kubeflowv1.PyTorchJobKind,
+		Roles: []Role{
+			{Type: kubeflowv1.PyTorchJobReplicaTypeMaster, Replicas: 1, CPU: "1", Memory: "4Gi", NodeSelector: onCPUNodes},
+			{Type: kubeflowv1.PyTorchJobReplicaTypeWorker, Replicas: workers, CPU: "16", Memory: "64Gi", GPUs: 8, TolerateGPU: true},
+		},
+		MustBindAll: true,
+	}
 }

@@ -27,6 +27,11 @@ func (s Scenario) NodeObjects() []*corev1.Node {
 			if p.Zones > 0 {
 				n.Labels[corev1.LabelTopologyZone] = fmt.Sprintf("zone-%d", i%p.Zones)
 			}
+			if p.RackSize > 0 {
+				rack := i / p.RackSize
+				n.Labels[RackLabel] = fmt.Sprintf("rack-%d", rack)
+				n.Labels[BlockLabel] = fmt.Sprintf("block-%d", rack/max(p.RacksPerBlock, 1))
+			}
 			nodes = append(nodes, n)
 		}
 	}
@@ -103,7 +108,8 @@ func (s Scenario) Gang(i int, ns string, dialect Decorator) Gang {
 			g.Pods = append(g.Pods, s.pod(g, r, tmpl, idx, ri == 0, dialect))
 		}
 	}
-	g.Spec = integrations.ComputeGangSpec(replicas, integrations.SchedulingPolicy{})
+	policy := integrations.SchedulingPolicy{Topology: s.Topology, TopologyRoles: s.TopologyRoles}
+	g.Spec = integrations.ComputeGangSpec(replicas, policy)
 	return g
 }
 

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 )
 
 // Labels and taints of the simulated cluster, as internal/demo's nodes.
@@ -27,6 +29,9 @@ const (
 	ModelLabel = "nvidia.com/gpu.product"
 	// GPU is the GPU resource; pods ask for it as a limit, as users do.
 	GPU corev1.ResourceName = "nvidia.com/gpu"
+	// RackLabel and BlockLabel place a node on the network tree (T).
+	RackLabel  = "topology.example.com/rack"
+	BlockLabel = "topology.example.com/block"
 )
 
 // GPUTaint keeps pods that do not tolerate it off the GPU nodes.
@@ -45,6 +50,10 @@ type NodePool struct {
 	// Zones, if set, spreads the pool's nodes over that many zones
 	// (topology.kubernetes.io/zone zone-0, zone-1, ..., round robin).
 	Zones int
+	// RackSize, if set, puts the pool's nodes in racks of that many, in
+	// order, and the racks in blocks of RacksPerBlock (labels RackLabel
+	// and BlockLabel: rack-0, rack-1, ...; block-0, ...).
+	RackSize, RacksPerBlock int
 }
 
 // Role is one replica type of the gangs.
@@ -95,6 +104,39 @@ type Scenario struct {
 	// unbound failed. The quality check (Q) can strand gangs by bad
 	// placement; its unbound gangs are a result, not a harness failure.
 	MustBindAll bool
+	// Topology, if set, is the gangs' topology policy (the PodGroup's
+	// spec.topology, as the operator writes it from a job's
+	// gangPolicy.topology) over the Topology TopologyObject returns, for
+	// the roles TopologyRoles names.
+	Topology      *schedulingv1alpha1.TopologyPolicy
+	TopologyRoles []string
+	// Placers, if set, are the only placers that run the scenario: those
+	// that keep its rules, and the null binder as a reference that keeps
+	// none.
+	Placers []string
+}
+
+// TopologyObject is the Topology a scenario's topology policy names: the
+// blocks, racks and hosts of the nodes' labels.
+func TopologyObject() *schedulingv1alpha1.Topology {
+	return &schedulingv1alpha1.Topology{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: schedulingv1alpha1.TopologySpec{Levels: []schedulingv1alpha1.TopologyLevel{
+			{Name: "block", NodeLabel: BlockLabel},
+			{Name: "rack", NodeLabel: RackLabel},
+			{Name: "host", NodeLabel: corev1.LabelHostname},
+		}},
+	}
+}
+
+// Racked says whether the scenario's nodes are in racks.
+func (s Scenario) Racked() bool {
+	return slices.ContainsFunc(s.Pools, func(p NodePool) bool { return p.RackSize > 0 })
+}
+
+// RunsWith says whether placer runs the scenario.
+func (s Scenario) RunsWith(placer string) bool {
+	return len(s.Placers) == 0 || slices.Contains(s.Placers, placer)
 }
 
 // Nodes is the scenario's node count.

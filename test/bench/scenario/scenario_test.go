@@ -50,6 +50,8 @@ func TestCatalogAtTheReferencePoint(t *testing.T) {
 		{name: "S4x4", nodes: 4000, gangs: 47, pods: 188, mustBindAll: true, scarceNodes: 20},
 		{name: "Q", nodes: 300, gangs: 100, pods: 500},
 		{name: "S5", nodes: 1000, gangs: 500, pods: 2000, mustBindAll: true},
+		{name: "T0", nodes: 612, gangs: 60, pods: 420, mustBindAll: true},
+		{name: "T", nodes: 612, gangs: 60, pods: 420, mustBindAll: true},
 	}
 	all := byName(t, 1)
 	for _, tc := range tests {
@@ -278,5 +280,49 @@ func TestS4x4AddsOnlyUnselectedNodes(t *testing.T) {
 				t.Errorf("scale %v: pool %s differs: %+v vs %+v", scale, p.Name, p, x4.Pools[i])
 			}
 		}
+	}
+}
+
+// T's GPU nodes are racks of 8 in blocks of 4 racks; its gangs carry a
+// required rack Pack for their workers, as the operator writes it on the
+// PodGroup; T0 is the same without the rule; T runs with the placers that
+// keep the rule and the null binder as the reference.
+func TestTCarriesARackRule(t *testing.T) {
+	all := byName(t, 1)
+	racks := map[string]int{}
+	blocks := map[string]map[string]bool{}
+	for _, n := range all["T"].NodeObjects() {
+		if n.Labels[scenario.PoolLabel] != scenario.PoolGPU {
+			continue
+		}
+		rack, block := n.Labels[scenario.RackLabel], n.Labels[scenario.BlockLabel]
+		racks[rack]++
+		if blocks[block] == nil {
+			blocks[block] = map[string]bool{}
+		}
+		blocks[block][rack] = true
+	}
+	if len(racks) != 64 || racks["rack-0"] != 8 || len(blocks) != 16 || len(blocks["block-0"]) != 4 {
+		t.Errorf("%d racks (rack-0 has %d nodes), %d blocks (block-0 has %d racks); want 64 racks of 8, 16 blocks of 4",
+			len(racks), racks["rack-0"], len(blocks), len(blocks["block-0"]))
+	}
+	g := all["T"].Gang(0, "bench", troupe.Backend{})
+	topo := g.Spec.Topology
+	if topo == nil || len(topo.Levels) != 1 || topo.Levels[0].Level != "rack" || !topo.Levels[0].Required ||
+		topo.Levels[0].Policy != schedulingv1alpha1.TopologyPack || len(topo.Roles) != 1 || topo.Roles[0] != "worker" {
+		t.Errorf("T's gang topology %+v, want a required rack Pack of the workers", topo)
+	}
+	if all["T0"].Gang(0, "bench", troupe.Backend{}).Spec.Topology != nil {
+		t.Error("T0's gangs carry a topology rule")
+	}
+	if !all["T"].RunsWith("troupe") || !all["T"].RunsWith("null") || all["T"].RunsWith("volcano") || !all["T0"].RunsWith("volcano") {
+		t.Errorf("T runs with %v; want troupe and the null binder only, T0 with every placer", all["T"].Placers)
+	}
+	var levels []string
+	for _, l := range scenario.TopologyObject().Spec.Levels {
+		levels = append(levels, l.Name+"="+l.NodeLabel)
+	}
+	if strings.Join(levels, ",") != "block="+scenario.BlockLabel+",rack="+scenario.RackLabel+",host="+corev1.LabelHostname {
+		t.Errorf("Topology levels %v", levels)
 	}
 }
