@@ -89,6 +89,10 @@ func (r *run) setup(ctx context.Context, c *cluster) (map[string]int, error) {
 	if err := inParallel(ctx, steps, func(ctx context.Context, step func(context.Context) error) error { return step(ctx) }); err != nil {
 		return nil, err
 	}
+	// HyperNodes once their CRD is installed (Prepare).
+	if err := createHyperNodes(ctx, c, r.scenario, r.placer); err != nil {
+		return nil, err
+	}
 	// The API server holds every create of a custom resource for 2 s
 	// while its CRD is less than 2 s established (apiextensions-apiserver's
 	// customresource_handler.go). A placer that creates one at start (a
@@ -139,7 +143,8 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 	tracker.Start()
 	proc, err := r.placer.Start(ctx, placer.Env{
 		Kubeconfig: c.kubeconfig, Client: r.opts.Client,
-		LogFile: filepath.Join(r.dir, r.placer.Name()+".log"),
+		LogFile:  filepath.Join(r.dir, r.placer.Name()+".log"),
+		Topology: r.scenario.Topology != nil,
 	})
 	if err != nil {
 		res.Err = err

@@ -7,7 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 	"github.com/troupe-ml/troupe/internal/testutil"
 	"github.com/troupe-ml/troupe/test/bench/placer"
 	"github.com/troupe-ml/troupe/test/bench/scenario"
@@ -51,6 +53,39 @@ func createTopology(ctx context.Context, c *cluster, s scenario.Scenario) error 
 		return fmt.Errorf("create Topology: %w", err)
 	}
 	return nil
+}
+
+// hyperNodePlacer is a placer that places by HyperNodes (Volcano).
+type hyperNodePlacer interface {
+	HyperNodes(topology *schedulingv1alpha1.Topology, nodes []corev1.Node) ([]client.Object, error)
+}
+
+// createHyperNodes writes, for a placer that places by HyperNodes and a
+// scenario with a topology policy, the HyperNodes of the scenario's nodes,
+// as the operator's generator would have.
+func createHyperNodes(ctx context.Context, c *cluster, s scenario.Scenario, p placer.Placer) error {
+	hp, ok := p.(hyperNodePlacer)
+	if !ok || s.Topology == nil {
+		return nil
+	}
+	topology := &schedulingv1alpha1.Topology{}
+	if err := c.client.Get(ctx, client.ObjectKeyFromObject(scenario.TopologyObject()), topology); err != nil {
+		return fmt.Errorf("read the Topology: %w", err)
+	}
+	var nodes []corev1.Node
+	for _, n := range s.NodeObjects() {
+		nodes = append(nodes, *n)
+	}
+	objs, err := hp.HyperNodes(topology, nodes)
+	if err != nil {
+		return err
+	}
+	return inParallel(ctx, objs, func(ctx context.Context, o client.Object) error {
+		if err := c.client.Create(ctx, o); err != nil {
+			return fmt.Errorf("HyperNode %s: %w", o.GetName(), err)
+		}
+		return nil
+	})
 }
 
 // createGangs creates the scenario's gangs, numbered from first, in the

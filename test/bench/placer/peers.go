@@ -5,16 +5,24 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 	"github.com/troupe-ml/troupe/integrations/schedulerplugins"
 	"github.com/troupe-ml/troupe/integrations/volcano"
+	"github.com/troupe-ml/troupe/integrations/volcano/hypernodes"
 	"github.com/troupe-ml/troupe/internal/peers"
+	"github.com/troupe-ml/troupe/test/bench/scenario"
 )
 
 // Volcano is Volcano's vc-scheduler with the design's configuration
 // (peers' defaults: actions enqueue, allocate, backfill; plugins priority,
-// gang, predicates, nodeorder) at a schedule period.
+// gang, predicates, nodeorder) at a schedule period; for gangs with a
+// topology policy, with its network-topology-aware plugin too, and the
+// gangs written against the HyperNodes of scenario.TopologyObject
+// (HyperNodes).
 type Volcano struct {
 	Binary string
 	// Period is --schedule-period; Volcano's default is 1s.
@@ -25,7 +33,35 @@ type Volcano struct {
 
 func (v Volcano) Name() string { return v.Label }
 
-func (Volcano) Dialect() Dialect { return volcano.Backend{} }
+func (Volcano) Dialect() Dialect { return volcano.Backend{HyperNodes: benchHyperNodes{}} }
+
+// HyperNodes returns the HyperNodes the operator's generator
+// (integrations/volcano/hypernodes) writes for topology (as stored: they
+// are owned by it) over nodes: what a Volcano user of the operator's
+// --volcano-hypernode-topology has.
+func (Volcano) HyperNodes(topology *schedulingv1alpha1.Topology, nodes []corev1.Node) ([]client.Object, error) {
+	desired, err := hypernodes.Desired(topology, nodes)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]client.Object, len(desired))
+	for i := range desired {
+		out[i] = &desired[i]
+	}
+	return out, nil
+}
+
+// benchHyperNodes is the Volcano backend's view of the HyperNodes the
+// harness writes before the gangs: those of scenario.TopologyObject, all
+// written.
+type benchHyperNodes struct{}
+
+func (benchHyperNodes) Topology() string { return scenario.TopologyObject().Name }
+
+func (benchHyperNodes) Tiers(context.Context) (map[string]int, string, bool, error) {
+	tiers, nodeLevel, err := hypernodes.Tiers(scenario.TopologyObject())
+	return tiers, nodeLevel, true, err
+}
 
 // Prepare installs Volcano's CRDs and its open default queue, which
 // Volcano's controller manager would create.
@@ -34,10 +70,11 @@ func (Volcano) Prepare(ctx context.Context, cfg *rest.Config) error {
 }
 
 func (v Volcano) Start(ctx context.Context, env Env) (Process, error) {
-	p, err := peers.StartVolcano(ctx, peers.VolcanoOptions{
-		Options:        peerOptions(v.Binary, env),
-		SchedulePeriod: v.Period,
-	})
+	o := peers.VolcanoOptions{Options: peerOptions(v.Binary, env), SchedulePeriod: v.Period}
+	if env.Topology {
+		o.Plugins = append(peers.DefaultVolcanoPlugins(), "network-topology-aware")
+	}
+	p, err := peers.StartVolcano(ctx, o)
 	if err != nil {
 		return nil, err
 	}

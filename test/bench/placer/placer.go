@@ -51,6 +51,10 @@ type Env struct {
 	nullbinder.Client
 	// LogFile receives the placer's output.
 	LogFile string
+	// Topology says that the scenario's gangs carry a topology policy, for
+	// placers that turn on what keeps it (Volcano's network-topology-aware
+	// plugin).
+	Topology bool
 }
 
 // Process is a running placer.

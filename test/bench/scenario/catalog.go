@@ -154,9 +154,11 @@ func s5(scale float64) Scenario {
 // there are 15 gangs for every 16 racks, so everything fits only if no
 // gang is split across racks, or takes a rack another one needed. What a
 // placer blind to racks does with the same gangs shows next to Troupe:
-// the null binder runs T as that reference; the peers do not run it
-// (Volcano's hard network topology needs HyperNodes and its
-// network-topology-aware plugin, which the harness does not set up yet).
+// the null binder runs T as that reference. Volcano runs it with the
+// HyperNodes the operator would generate from the same Topology and its
+// network-topology-aware plugin, the rule written as the operator's
+// Volcano backend writes it (a hard networkTopology on the workers'
+// subgroup); coscheduling cannot express the rule and does not run T.
 func racked(scale float64) Scenario {
 	s := rackless(scale)
 	s.Name, s.Title = "T", "topology: gangs of 6 GPU nodes, each in one rack (required)"
@@ -164,7 +166,7 @@ func racked(scale float64) Scenario {
 		{Level: "rack", Policy: schedulingv1alpha1.TopologyPack, Required: true},
 	}}
 	s.TopologyRoles = []string{integrations.RoleOf(string(kubeflowv1.PyTorchJobReplicaTypeWorker))}
-	s.Placers = []string{"null", "troupe"}
+	s.Placers = []string{"null", "troupe", "volcano"}
 	return s
 }
 

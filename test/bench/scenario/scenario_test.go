@@ -315,8 +315,8 @@ func TestTCarriesARackRule(t *testing.T) {
 	if all["T0"].Gang(0, "bench", troupe.Backend{}).Spec.Topology != nil {
 		t.Error("T0's gangs carry a topology rule")
 	}
-	if !all["T"].RunsWith("troupe") || !all["T"].RunsWith("null") || all["T"].RunsWith("volcano") || !all["T0"].RunsWith("volcano") {
-		t.Errorf("T runs with %v; want troupe and the null binder only, T0 with every placer", all["T"].Placers)
+	if !all["T"].RunsWith("troupe") || !all["T"].RunsWith("volcano") || !all["T"].RunsWith("null") || all["T"].RunsWith("coscheduling") || !all["T0"].RunsWith("coscheduling") {
+		t.Errorf("T runs with %v; want troupe, volcano and the null binder, not coscheduling; T0 with every placer", all["T"].Placers)
 	}
 	var levels []string
 	for _, l := range scenario.TopologyObject().Spec.Levels {
