@@ -87,6 +87,7 @@ func Goals(results []Result) []Verdict {
 		nodeIndependent(ix),
 		rulesCost(ix),
 		topologyKept(ix),
+		topologyVsVolcano(ix),
 		topologyCost(ix),
 	}
 }
@@ -105,6 +106,24 @@ func topologyKept(ix index) Verdict {
 	if n, ok := ix.get("T", Null); ok {
 		v.Detail += fmt.Sprintf("; the null binder, blind to racks: %d split", n.Quality.Racks.Split)
 	}
+	return v
+}
+
+// topologyVsVolcano judges Troupe against Volcano with HyperNodes on T:
+// at least as good a placement (no more gangs unbound or split across
+// racks, no more racks per gang) and a shorter makespan.
+func topologyVsVolcano(ix index) Verdict {
+	v := Verdict{Goal: "Troupe at least as good as Volcano with HyperNodes on T's placement (gangs unbound, split, racks per gang) and ahead on makespan"}
+	t, ok1 := ix.get("T", Troupe)
+	vc, ok2 := ix.get("T", "volcano")
+	if !ok1 || !ok2 || vc.Err != nil {
+		return v
+	}
+	tq, vq := t.Quality.Racks, vc.Quality.Racks
+	asGood := len(t.NeverUp) <= len(vc.NeverUp) && tq.Split <= vq.Split && tq.MeanRacks() <= vq.MeanRacks()
+	v.Known, v.Met = true, asGood && t.Throughput.Makespan < vc.Throughput.Makespan
+	v.Detail = fmt.Sprintf("Troupe: %d unbound, %d split, %.2f racks per gang, makespan %v; Volcano: %d unbound, %d split, %.2f racks per gang, makespan %v",
+		len(t.NeverUp), tq.Split, tq.MeanRacks(), round(t.Throughput.Makespan), len(vc.NeverUp), vq.Split, vq.MeanRacks(), round(vc.Throughput.Makespan))
 	return v
 }
 

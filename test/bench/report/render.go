@@ -158,15 +158,19 @@ func racksTable(w io.Writer, ix index, results []Result) {
 		return
 	}
 	fmt.Fprintf(w, "### Topology (T, T0)\n\n")
-	fmt.Fprintf(w, "| scenario | placer | gangs bound whole | gangs split across racks | racks per gang | makespan | CPU/pod | × T0 |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(w, "| scenario | placer | gangs bound whole | gangs split across racks | racks per gang | makespan | time per gang | CPU/pod | × T0 |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range rows {
 		vs := ""
 		if plain, ok := ix.get("T0", r.Placer); ok && r.Scenario.Name == "T" && plain.CPUPerPod() > 0 {
 			vs = fmt.Sprintf("%.2f", float64(r.CPUPerPod())/float64(plain.CPUPerPod()))
 		}
 		q := r.Quality.Racks
-		fmt.Fprintf(w, "| %s | %s | %d / %d | %d | %.2f | %v | %v | %s |\n", r.Scenario.Name, r.Placer, r.Scenario.Gangs-len(r.NeverUp), r.Scenario.Gangs,
-			q.Split, q.MeanRacks(), round(r.Throughput.Makespan), round(r.CPUPerPod()), vs)
+		perGang := time.Duration(0)
+		if r.Scenario.Gangs > 0 {
+			perGang = r.Throughput.Makespan / time.Duration(r.Scenario.Gangs)
+		}
+		fmt.Fprintf(w, "| %s | %s | %d / %d | %d | %.2f | %v | %v | %v | %s |\n", r.Scenario.Name, r.Placer, r.Scenario.Gangs-len(r.NeverUp), r.Scenario.Gangs,
+			q.Split, q.MeanRacks(), round(r.Throughput.Makespan), round(perGang), round(r.CPUPerPod()), vs)
 	}
 	fmt.Fprintln(w)
 }
