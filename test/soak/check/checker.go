@@ -180,6 +180,9 @@ type jobRecord struct {
 	// status.gang.generation g or more: when the operator stored its
 	// decision to restart the gang of generation g-1.
 	genRV map[int32]uint64
+	// restartCause[g] is what the operator said caused the restart into
+	// generation g (status.gang.lastRestart as first seen with g).
+	restartCause map[int32]string
 	// finishedRV is that of the first write with a verdict.
 	finishedRV uint64
 	breaks     []memberBreak
@@ -306,7 +309,7 @@ func (c *Checker) ledTime(from, to time.Time) time.Duration {
 func (c *Checker) job(uid string) *jobRecord {
 	j := c.jobs[uid]
 	if j == nil {
-		j = &jobRecord{genRV: map[int32]uint64{}}
+		j = &jobRecord{genRV: map[int32]uint64{}, restartCause: map[int32]string{}}
 		c.jobs[uid] = j
 	}
 	return j
@@ -574,6 +577,9 @@ func (c *Checker) Job(t time.Time, jb Job) {
 		if _, ok := j.genRV[g]; !ok {
 			j.genRV[g] = jb.RV
 		}
+	}
+	if _, ok := j.restartCause[jb.Generation]; !ok && jb.Generation > 0 {
+		j.restartCause[jb.Generation] = jb.LastRestart
 	}
 	if jb.Finished() && j.finishedRV == 0 {
 		j.finishedRV = jb.RV

@@ -373,6 +373,21 @@ func TestCheckers(t *testing.T) {
 	}
 }
 
+// A restart without a break names what the operator said caused it, so
+// that a violation can be told from a cause the checkers do not see.
+func TestRestartViolationSaysTheOperatorsCause(t *testing.T) {
+	c := New(Config{PartialGrace: time.Minute})
+	restarted := gangJob(12, 1, 0, 1)
+	restarted.LastRestart = "GangBroken : the gang ran partial for longer than its budget"
+	for _, s := range seq(twoRunning, []step{at(2, job(restarted)), at(3, final)}) {
+		s.do(c, t0.Add(time.Duration(s.at*float64(time.Second))))
+	}
+	vs := c.Violations()
+	if len(vs) != 1 || !strings.Contains(vs[0].Message, "the operator said: GangBroken : the gang ran partial") {
+		t.Errorf("violations %v, want one restart-count violation naming the operator's stated cause", vs)
+	}
+}
+
 // The longest partial time is measured without the time no scheduler led.
 func TestLongestPartial(t *testing.T) {
 	c := New(Config{PartialGrace: time.Minute})

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -81,6 +82,9 @@ func FromJob(kind string, job TrainingJob) Job {
 	st := job.GetJobStatus()
 	if g := st.Gang; g != nil {
 		j.Generation, j.Restarts, j.Disruptions = g.Generation, g.Restarts, g.Disruptions
+		if r := g.LastRestart; r != nil {
+			j.LastRestart = fmt.Sprintf("%s %s: %s", r.Trigger, r.Member, r.Message)
+		}
 	}
 	for _, c := range st.Conditions {
 		if c.Status != corev1.ConditionTrue {

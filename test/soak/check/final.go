@@ -1,6 +1,7 @@
 package check
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -127,8 +128,8 @@ func (c *Checker) restartCounts(t time.Time, uid string, j *jobRecord) {
 	for g := int32(0); g < final; g++ {
 		k := kinds[g] & (retryable | disruption)
 		if k == 0 {
-			problems = append(problems, fmt.Sprintf("generation %d was restarted (at rv %d) without a retryable break stored before it (breaks: %s)",
-				g, j.genRV[g+1], orNone(what[g])))
+			problems = append(problems, fmt.Sprintf("generation %d was restarted (at rv %d; the operator said: %s) without a retryable break stored before it (breaks: %s)",
+				g, j.genRV[g+1], cmp.Or(j.restartCause[g+1], "unknown"), orNone(what[g])))
 			continue
 		}
 		if k == retryable {

@@ -84,6 +84,10 @@ type Job struct {
 	RestartPolicy map[string]string
 	// Generation, Restarts and Disruptions are status.gang's.
 	Generation, Restarts, Disruptions int32
+	// LastRestart is status.gang.lastRestart in words (trigger, member,
+	// message): what the operator says caused the latest restart, for a
+	// violation's report.
+	LastRestart string
 	// Running, Succeeded and Failed are the job's conditions that are
 	// True; Reason is the Failed condition's reason.
 	Running, Succeeded, Failed bool
