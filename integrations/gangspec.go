@@ -47,7 +47,12 @@ type Replica struct {
 	Replicas int32
 	// MinMember is the role's minimum; nil means every replica.
 	MinMember *int32
-	Template  *corev1.PodTemplateSpec
+	// ElasticMin, set for an elastic role (a PyTorchJob's workers under
+	// elasticPolicy), is the fewest members the job runs with: it lowers
+	// the role's minimum and the gang's, so the gang starts with the
+	// minimum and the members above it are placed when room appears.
+	ElasticMin *int32
+	Template   *corev1.PodTemplateSpec
 }
 
 // SchedulingPolicy is the subset of the job's schedulingPolicy a gang reads.
@@ -66,6 +71,11 @@ type SchedulingPolicy struct {
 // ComputeGangSpec derives the PodGroup contents of a job whose replicas come
 // in creation order (master, chief or launcher first).
 //
+// MinMember is schedulingPolicy.minAvailable when it is set and below the
+// total; otherwise every member but an elastic role's members above its
+// ElasticMin. A role's minimum is the lowest of its replicas, its
+// MinMember and its ElasticMin.
+//
 // minResources covers exactly the MinMember pods the gang starts with:
 // every role's minimum first, in replica order, then further pods in the
 // same order until MinMember is reached. That is deterministic, and it puts
@@ -77,16 +87,20 @@ func ComputeGangSpec(replicas []Replica, policy SchedulingPolicy) GangSpec {
 		PriorityClassName:      policy.PriorityClass,
 		ScheduleTimeoutSeconds: policy.ScheduleTimeoutSeconds,
 	}
-	var total int32
+	var total, elastic int32
 	for _, r := range replicas {
 		total += r.Replicas
 		minimum := r.Replicas
 		if r.MinMember != nil && *r.MinMember < minimum {
 			minimum = *r.MinMember
 		}
+		if r.ElasticMin != nil && *r.ElasticMin < r.Replicas {
+			minimum = min(minimum, *r.ElasticMin)
+			elastic += r.Replicas - *r.ElasticMin
+		}
 		spec.MinTaskMember[r.Role] = minimum
 	}
-	spec.MinMember = total
+	spec.MinMember = total - elastic
 	if policy.MinAvailable != nil && *policy.MinAvailable < total {
 		spec.MinMember = *policy.MinAvailable
 	}

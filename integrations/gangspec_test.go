@@ -103,6 +103,45 @@ func TestComputeGangSpec(t *testing.T) {
 			wantTask:      map[string]int32{"master": 1, "worker": 2},
 			wantResources: rl("cpu", "13", "memory", "2Gi", "nvidia.com/gpu", "6"),
 		},
+		{
+			name: "an elastic role lowers the gang's minimum and its own",
+			replicas: []Replica{
+				{Role: "master", Replicas: 1, Template: cpuMaster},
+				{Role: "worker", Replicas: 4, ElasticMin: ptr.To[int32](2), Template: gpuWorker},
+			},
+			wantMin:       3,
+			wantTask:      map[string]int32{"master": 1, "worker": 2},
+			wantResources: rl("cpu", "9", "memory", "2Gi", "nvidia.com/gpu", "4"),
+		},
+		{
+			name: "an elastic minimum at or above the replicas changes nothing",
+			replicas: []Replica{
+				{Role: "worker", Replicas: 2, ElasticMin: ptr.To[int32](3), Template: gpuWorker},
+			},
+			wantMin:       2,
+			wantTask:      map[string]int32{"worker": 2},
+			wantResources: rl("cpu", "8", "nvidia.com/gpu", "4"),
+		},
+		{
+			name: "minAvailable set wins over the elastic minimum; the role keeps its own",
+			replicas: []Replica{
+				{Role: "master", Replicas: 1, Template: cpuMaster},
+				{Role: "worker", Replicas: 4, ElasticMin: ptr.To[int32](1), Template: gpuWorker},
+			},
+			policy:        SchedulingPolicy{MinAvailable: ptr.To[int32](3)},
+			wantMin:       3,
+			wantTask:      map[string]int32{"master": 1, "worker": 1},
+			wantResources: rl("cpu", "9", "memory", "2Gi", "nvidia.com/gpu", "4"),
+		},
+		{
+			name: "a per-role minimum below the elastic one is the role's",
+			replicas: []Replica{
+				{Role: "worker", Replicas: 4, MinMember: ptr.To[int32](1), ElasticMin: ptr.To[int32](3), Template: gpuWorker},
+			},
+			wantMin:       3,
+			wantTask:      map[string]int32{"worker": 1},
+			wantResources: rl("cpu", "12", "nvidia.com/gpu", "6"),
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

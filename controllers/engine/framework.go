@@ -69,6 +69,35 @@ type DependentsReconciler interface {
 	DependentTypes() []client.Object
 }
 
+// ElasticFramework is implemented by frameworks whose jobs may run with
+// fewer members of a replica type than they ask for (a PyTorchJob under
+// elasticPolicy: torchrun's rendezvous admits between minReplicas and
+// maxReplicas workers). The gang then waits only for the minimum, the
+// members above it are placed when room appears, and under a Gang restart
+// policy losing one of them replaces it alone (see elastic.go).
+type ElasticFramework interface {
+	// ElasticMin returns the fewest members of rtype the job runs with,
+	// and false when rtype is not elastic in this job.
+	ElasticMin(job Job, rtype kubeflowv1.ReplicaType) (int32, bool)
+	// Expendable reports whether the job runs on without the member of an
+	// elastic role while the minimum holds: false for a member the others
+	// depend on (the host of their rendezvous).
+	Expendable(job Job, rtype kubeflowv1.ReplicaType, index int) bool
+}
+
+// elasticMin is the framework's elastic minimum for rtype, nil when the
+// role is not elastic.
+func elasticMin(fw Framework, job Job, rtype kubeflowv1.ReplicaType) *int32 {
+	e, ok := fw.(ElasticFramework)
+	if !ok {
+		return nil
+	}
+	if n, ok := e.ElasticMin(job, rtype); ok {
+		return &n
+	}
+	return nil
+}
+
 // PodNamer is implemented by frameworks whose upstream names a pod other
 // than "<job>-<type>-<index>": MPI's launcher is "<job>-launcher", and
 // users' scripts run kubectl logs on that name.

@@ -52,10 +52,11 @@ func GangSpec(fw Framework, job Job) integrations.GangSpec {
 	for _, rtype := range OrderedReplicaTypes(fw, job) {
 		spec := job.ReplicaSpecs()[rtype]
 		replicas = append(replicas, integrations.Replica{
-			Role:      integrations.RoleOf(string(rtype)),
-			Replicas:  *spec.Replicas,
-			MinMember: minMembers(job, rtype),
-			Template:  &spec.Template,
+			Role:       integrations.RoleOf(string(rtype)),
+			Replicas:   *spec.Replicas,
+			MinMember:  minMembers(job, rtype),
+			ElasticMin: elasticMin(fw, job, rtype),
+			Template:   &spec.Template,
 		})
 	}
 	var policy integrations.SchedulingPolicy
@@ -148,6 +149,9 @@ func (r *Reconciler) setGangScheduled(s *scope, backend integrations.Backend, st
 	case placed >= minMember:
 		status, reason = corev1.ConditionTrue, ReasonGangScheduled
 		msg = fmt.Sprintf("%s %s: the gang's minMember (%d) pods run.", kind, s.job.GetName(), minMember)
+		if elastic := elasticMembers(r.fw, s.job); elastic > 0 {
+			msg += fmt.Sprintf(" Elastic: %d of the %d members above the minimum run.", min(placed-minMember, elastic), elastic)
+		}
 	case !state.Admitted:
 		reason = ReasonGangPending
 		// No phase in the message: a new PodGroup turning Pending is no

@@ -100,6 +100,13 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (replicaPa
 		svcsByName[svc.Name] = svc
 	}
 	wanted := map[string]bool{}
+	var breaks gangBreaks
+	if s.gangRestart != nil {
+		var err error
+		if breaks, err = r.findGangBreaks(ctx, s, podsByName); err != nil {
+			return pass, err
+		}
+	}
 
 	for _, rtype := range OrderedReplicaTypes(r.fw, s.job) {
 		spec := s.job.ReplicaSpecs()[rtype]
@@ -121,20 +128,33 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (replicaPa
 				}
 				continue
 			}
-			if s.gangRestart != nil {
-				t, err := r.gangMemberEvent(ctx, s, spec, pod)
-				if err != nil {
-					return pass, err
-				}
-				if t != nil {
-					if pass.gangRestart == nil {
-						pass.gangRestart = t
-					}
+			if t := breaks.byPod[name]; t != nil {
+				switch {
+				case !breaks.absorbed:
+					pass.gangRestart = breaks.first
 					if pod.Status.Phase == corev1.PodFailed {
 						state.Failed++
 					}
 					continue
+				case pod.Status.Phase != corev1.PodFailed:
+					if err := r.replaceElasticMember(ctx, s, &breaks, pod); err != nil {
+						return pass, err
+					}
+					continue
 				}
+				// A failed member above the elastic minimum is recreated
+				// whatever its restart policy says: the gang policy
+				// decides, and it keeps the gang.
+				if exceeded, msg := backoffLimitReachedBy(s.job, s.pods, 1); exceeded {
+					state.Failed++
+					pass.backoffExceeded = msg + "; last failure: " + t.message
+					continue
+				}
+				r.elasticEvent(s, &breaks, pod, t)
+				s.recreate = append(s.recreate, pod)
+				s.job.GetJobStatus().RecreatedPods++
+				pass.restarting = t.message
+				continue
 			}
 			if isTerminating(pod) {
 				continue

@@ -31,7 +31,10 @@ const (
 // Framework implements engine.Framework for PyTorchJob.
 type Framework struct{}
 
-var _ engine.Framework = Framework{}
+var (
+	_ engine.Framework        = Framework{}
+	_ engine.ElasticFramework = Framework{}
+)
 
 func (Framework) ControllerName() string { return ControllerName }
 
@@ -95,6 +98,30 @@ func (Framework) Outcome(job engine.Job, replicas engine.Replicas) engine.Outcom
 		Succeeded: replicas.AllSucceeded(worker) || (elastic && w.Succeeded > 0),
 		Running:   w.Running > 0,
 	}
+}
+
+// ElasticMin: an elastic job's workers, down to elasticPolicy.minReplicas
+// (defaulting sets it from maxReplicas or the worker replicas). The master
+// is never elastic: it hosts the store every worker joins.
+func (Framework) ElasticMin(job engine.Job, rtype kubeflowv1.ReplicaType) (int32, bool) {
+	ep := job.(*kubeflowv1.PyTorchJob).Spec.ElasticPolicy
+	if rtype != worker || ep == nil || ep.MinReplicas == nil {
+		return 0, false
+	}
+	return *ep.MinReplicas, true
+}
+
+// Expendable: every worker of an elastic job but the one that hosts the
+// c10d rendezvous (worker 0, unless elasticPolicy.rdzvHost names another
+// host or the backend is etcd): the others join it, and torchrun cannot
+// go on without it.
+func (Framework) Expendable(job engine.Job, rtype kubeflowv1.ReplicaType, index int) bool {
+	ep := job.(*kubeflowv1.PyTorchJob).Spec.ElasticPolicy
+	if rtype != worker || ep == nil {
+		return false
+	}
+	hostsRendezvous := index == 0 && ep.RDZVHost == nil && (ep.RDZVBackend == nil || string(*ep.RDZVBackend) == defaultRDZVBackend)
+	return !hostsRendezvous
 }
 
 func hasMaster(job engine.Job) bool { return job.ReplicaSpecs()[master] != nil }

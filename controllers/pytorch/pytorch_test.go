@@ -378,4 +378,88 @@ var _ = Describe("PyTorchJob", func() {
 			HaveField("Member", "pytorch-gang-worker-1"),
 			HaveField("ExitCode", HaveValue(Equal(int32(137))))))
 	})
+
+	Context("examples/pytorchjob-elastic-gang.yaml (2 to 4 workers, gangPolicy Gang)", func() {
+		const name = "pytorch-elastic"
+		// runningElastic applies the example, runs its four workers and
+		// waits until the operator has seen the gang start.
+		runningElastic := func() []corev1.Pod {
+			manifest, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "examples", "pytorchjob-elastic-gang.yaml"))
+			Expect(err).NotTo(HaveOccurred())
+			_, err = testutil.ApplyManifest(ctx, suite.Client, ns, string(manifest))
+			Expect(err).NotTo(HaveOccurred(), "the example users copy is valid")
+			var pods []corev1.Pod
+			Eventually(func(g Gomega) { pods = podsOf(g, name, 4) }).Should(Succeed())
+			setPhase(corev1.PodRunning, pods...)
+			Eventually(func(g Gomega) {
+				g.Expect(getJob(g, name).Status.Gang).To(HaveField("StartTime", Not(BeNil())))
+			}).Should(Succeed())
+			return pods
+		}
+		// replaced waits until pod's member is a new pod of the same
+		// generation, and returns the job then.
+		replaced := func(pod corev1.Pod) *kubeflowv1.PyTorchJob {
+			var job *kubeflowv1.PyTorchJob
+			Eventually(func(g Gomega) {
+				now := &corev1.Pod{}
+				g.Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(&pod), now)).To(Succeed())
+				g.Expect(now.UID).NotTo(Equal(pod.UID))
+				g.Expect(now.Labels).To(HaveKeyWithValue(kubeflowv1.GangGenerationLabel, "0"))
+				job = getJob(g, name)
+			}).Should(Succeed())
+			return job
+		}
+		elasticEvents := func(g Gomega) []string {
+			var events corev1.EventList
+			g.Expect(suite.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+			var out []string
+			for _, e := range events.Items {
+				if e.Reason == "ElasticMemberReplaced" && e.InvolvedObject.Name == name {
+					out = append(out, e.Message)
+				}
+			}
+			return out
+		}
+
+		It("replaces members above the minimum alone, and restarts the gang once it falls below", func() {
+			first := runningElastic()
+
+			// Worker 3 fails: 3 of 4 kept, minimum 2.
+			Expect(testutil.FailPod(ctx, suite.Client, &first[3], 137)).To(Succeed())
+			job := replaced(first[3])
+			Expect(job.Status.Gang.Generation).To(BeZero(), "no gang restart above the minimum")
+			Expect(job.Status.Gang.Restarts).To(BeZero())
+			Expect(job.Status.RecreatedPods).To(Equal(int32(1)), "the member is replaced alone")
+			Eventually(elasticEvents).Should(ContainElement(ContainSubstring("keeps 3 members of minMember 2, so pod pytorch-elastic-worker-3 is replaced alone")))
+
+			// Worker 2 fails while the new worker 3 is not placed yet:
+			// workers 0 and 1 are kept, the minimum still holds.
+			Expect(testutil.FailPod(ctx, suite.Client, &first[2], 137)).To(Succeed())
+			job = replaced(first[2])
+			Expect(job.Status.Gang.Generation).To(BeZero())
+			Expect(job.Status.RecreatedPods).To(Equal(int32(2)))
+
+			// Worker 1 fails: one worker left, below the minimum.
+			Expect(testutil.FailPod(ctx, suite.Client, &first[1], 137)).To(Succeed())
+			Eventually(func(g Gomega) {
+				job = getJob(g, name)
+				g.Expect(job.Status.Gang.Generation).To(Equal(int32(1)))
+			}).Should(Succeed())
+			Expect(job.Status.Gang.Restarts).To(Equal(int32(1)))
+			Expect(job.Status.Gang.LastRestart).To(And(
+				HaveField("Trigger", kubeflowv1.GangRestartOnMemberFailed),
+				HaveField("Member", "pytorch-elastic-worker-1")))
+		})
+
+		It("restarts the gang when worker 0, the rendezvous host, fails, even with the minimum kept", func() {
+			first := runningElastic()
+			Expect(testutil.FailPod(ctx, suite.Client, &first[0], 137)).To(Succeed())
+			Eventually(func(g Gomega) {
+				job := getJob(g, name)
+				g.Expect(job.Status.Gang.Generation).To(Equal(int32(1)))
+				g.Expect(job.Status.Gang.LastRestart).To(HaveField("Member", "pytorch-elastic-worker-0"))
+			}).Should(Succeed())
+			Consistently(elasticEvents, time.Second).Should(BeEmpty())
+		})
+	})
 })

@@ -4,15 +4,17 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
+	"github.com/troupe-ml/troupe/gangscheduler/topology"
 )
 
-// Preempt evicts whole gangs of lower priority so that a starving gang of
-// higher priority can be placed. It only decides evictions
+// Preempt evicts members above their gang's minimum, then whole gangs, of
+// lower priority so that a starving gang of higher priority can be placed. It only decides evictions
 // (framework.Session.Evictions); it places nothing. The scheduler deletes
 // the evicted pods, and once they are gone a later cycle admits and
 // allocates the preemptor as it would any gang. Volcano's pipelining (binding
@@ -38,10 +40,16 @@ import (
 // For each, victims are only the jobs of the same queue (queues are not
 // preempted across; reclaiming an overused queue's share is another
 // action's job) with a strictly lower PodGroup priority that hold nodes
-// (some task Bound or Running) and got nothing placed in this session. They
+// (some task Bound or Running) and got nothing placed in this session.
+// A victim is never left below its minimums: it loses either its surplus
+// (the members above minMember and every minTaskMember, as an elastic
+// gang's extras; the gang runs on) or the whole gang (every Bound and
+// Running task of it). Surpluses are taken first, member by member,
+// every one before any whole gang, so an elastic gang's extras are the
+// first members preempted; a surplus is its roles' highest replica
+// indexes, so that the members a job's ranks start from stay. Within each kind, victims
 // are taken lowest priority first, then youngest first, then by
-// namespace/name, so the choice is deterministic. A victim is always a whole
-// gang: every Bound and Running task of it is evicted, or none.
+// namespace/name, so the choice is deterministic.
 //
 // The trial: in a statement, victims are evicted one gang at a time, and
 // after each the preemptor's minimal gang (framework.Session.MinimalGang) is
@@ -150,7 +158,7 @@ func (p *preemptPass) preemptFor(job *api.JobInfo) {
 		return
 	}
 	reason := fmt.Sprintf("Preempted by gang %s", job.UID)
-	var chosen []*api.JobInfo
+	var chosen []victim
 	fits := false
 	for _, victims := range p.victimSets(job) {
 		if c, ok := p.choose(job, tasks, victims, reason); ok && (!fits || cheaper(c, chosen)) {
@@ -168,25 +176,22 @@ func (p *preemptPass) preemptFor(job *api.JobInfo) {
 	p.evictions = append(p.evictions, ev)
 }
 
-// victimSets are the lists of gangs job may preempt, each in the order
+// victimSets are the lists of victims job may preempt, each in the order
 // they are taken: one list of every victim; or, for a gang whose topology
 // policy requires it in one domain of a level (a required pack), one list
 // per domain of that level, of the victims that hold a node there, so
 // that the gang frees one domain rather than victims scattered over many.
-func (p *preemptPass) victimSets(job *api.JobInfo) [][]*api.JobInfo {
+func (p *preemptPass) victimSets(job *api.JobInfo) [][]victim {
 	all := p.victims(job)
 	tree, lv := p.packedLevel(job)
 	if tree == nil {
-		return [][]*api.JobInfo{all}
+		return [][]victim{all}
 	}
-	byDomain := map[*api.Domain][]*api.JobInfo{}
+	byDomain := map[*api.Domain][]victim{}
 	var domains []*api.Domain
 	for _, v := range all {
 		seen := map[*api.Domain]bool{}
-		for _, t := range v.Tasks {
-			if t.Status != api.Bound && t.Status != api.Running {
-				continue
-			}
+		for _, t := range v.tasks {
 			d := tree.Leaf[p.ssn.Nodes[t.NodeName].Index]
 			for d != nil && d.Level > lv {
 				d = d.Parent
@@ -201,7 +206,7 @@ func (p *preemptPass) victimSets(job *api.JobInfo) [][]*api.JobInfo {
 			byDomain[d] = append(byDomain[d], v)
 		}
 	}
-	out := make([][]*api.JobInfo, len(domains))
+	out := make([][]victim, len(domains))
 	for i, d := range domains {
 		out[i] = byDomain[d]
 	}
@@ -235,11 +240,11 @@ func (p *preemptPass) packedLevel(job *api.JobInfo) (*api.TopologyTree, int) {
 // one it fits without, the most important first: an early, cheap victim
 // may have freed room the gang cannot use (another node pool, say). It
 // leaves no trace in the session.
-func (p *preemptPass) choose(job *api.JobInfo, tasks []*api.TaskInfo, victims []*api.JobInfo, reason string) ([]*api.JobInfo, bool) {
+func (p *preemptPass) choose(job *api.JobInfo, tasks []*api.TaskInfo, victims []victim, reason string) ([]victim, bool) {
 	ev := p.ssn.Statement()
 	n, fits := 0, false
 	for n < len(victims) && !fits {
-		evictGang(ev, victims[n], reason)
+		victims[n].evict(ev, reason)
 		n++
 		if pl, ok := p.place(job, tasks); ok {
 			pl.Discard()
@@ -263,25 +268,23 @@ func (p *preemptPass) choose(job *api.JobInfo, tasks []*api.TaskInfo, victims []
 }
 
 // cheaper reports whether evicting a costs less than evicting b: a lower
-// highest priority among the victims, then fewer pods, then fewer gangs.
-func cheaper(a, b []*api.JobInfo) bool {
-	top := func(vs []*api.JobInfo) int32 {
-		hi := vs[0].Priority
+// highest priority among the victims, then fewer pods, then fewer victims.
+func cheaper(a, b []victim) bool {
+	top := func(vs []victim) int32 {
+		hi := vs[0].job.Priority
 		for _, v := range vs {
-			hi = max(hi, v.Priority)
+			hi = max(hi, v.job.Priority)
 		}
 		return hi
 	}
-	pods := func(vs []*api.JobInfo) int {
-		n := 0
+	pods := func(vs []victim) int {
+		taken := map[*api.TaskInfo]bool{}
 		for _, v := range vs {
-			for _, t := range v.Tasks {
-				if t.Status == api.Bound || t.Status == api.Running {
-					n++
-				}
+			for _, t := range v.tasks {
+				taken[t] = true
 			}
 		}
-		return n
+		return len(taken)
 	}
 	if c := cmp.Compare(top(a), top(b)); c != 0 {
 		return c < 0
@@ -293,10 +296,10 @@ func cheaper(a, b []*api.JobInfo) bool {
 }
 
 // trial evicts victims and places the gang; on failure it leaves no trace.
-func (p *preemptPass) trial(job *api.JobInfo, tasks []*api.TaskInfo, victims []*api.JobInfo, reason string) (ev, pl *framework.Statement, ok bool) {
+func (p *preemptPass) trial(job *api.JobInfo, tasks []*api.TaskInfo, victims []victim, reason string) (ev, pl *framework.Statement, ok bool) {
 	ev = p.ssn.Statement()
 	for _, v := range victims {
-		evictGang(ev, v, reason)
+		v.evict(ev, reason)
 	}
 	if pl, ok = p.place(job, tasks); !ok {
 		ev.Discard()
@@ -340,16 +343,37 @@ func (p *preemptPass) place(job *api.JobInfo, tasks []*api.TaskInfo) (*framework
 	return stmt, true
 }
 
-// victims lists the gangs job may preempt, in the order they are taken.
-func (p *preemptPass) victims(job *api.JobInfo) []*api.JobInfo {
-	var out []*api.JobInfo
+// victim is what a preemptor may take from one gang: a member of its
+// surplus, or the whole gang.
+type victim struct {
+	job *api.JobInfo
+	// tasks are the Bound and Running tasks taken, in UID order: one
+	// member of the surplus (the gang runs on), or every one.
+	tasks []*api.TaskInfo
+}
+
+// evict evicts the victim's tasks that the statement has not evicted
+// already (a gang's surplus, then the whole gang, may both be taken).
+func (v victim) evict(stmt *framework.Statement, reason string) {
+	for _, t := range v.tasks {
+		if t.Status == api.Bound || t.Status == api.Running {
+			// Cannot fail: holdsNodes checked that every one is on its node.
+			_ = stmt.Evict(t, reason)
+		}
+	}
+}
+
+// victims lists what job may preempt, in the order it is taken: every
+// gang's surplus, then whole gangs.
+func (p *preemptPass) victims(job *api.JobInfo) []victim {
+	var gangs []*api.JobInfo
 	for _, v := range p.ssn.Jobs {
 		if v.Queue != job.Queue || v.Priority >= job.Priority || !p.holdsNodes(v) {
 			continue
 		}
-		out = append(out, v)
+		gangs = append(gangs, v)
 	}
-	slices.SortFunc(out, func(l, r *api.JobInfo) int {
+	slices.SortFunc(gangs, func(l, r *api.JobInfo) int {
 		if c := cmp.Compare(l.Priority, r.Priority); c != 0 {
 			return c
 		}
@@ -358,7 +382,66 @@ func (p *preemptPass) victims(job *api.JobInfo) []*api.JobInfo {
 		}
 		return cmp.Compare(l.UID, r.UID)
 	})
+	var surpluses, wholes []victim
+	for _, g := range gangs {
+		for _, t := range surplus(g) {
+			surpluses = append(surpluses, victim{job: g, tasks: []*api.TaskInfo{t}})
+		}
+		wholes = append(wholes, victim{job: g, tasks: holding(g)})
+	}
+	return append(surpluses, wholes...)
+}
+
+// holding lists job's Bound and Running tasks in UID order.
+func holding(job *api.JobInfo) []*api.TaskInfo {
+	var tasks []*api.TaskInfo
+	for _, t := range job.Tasks {
+		if t.Status == api.Bound || t.Status == api.Running {
+			tasks = append(tasks, t)
+		}
+	}
+	slices.SortFunc(tasks, func(l, r *api.TaskInfo) int { return cmp.Compare(l.UID, r.UID) })
+	return tasks
+}
+
+// surplus lists the Bound and Running tasks job can lose while its ready
+// members still meet minMember and every minTaskMember, in the order they
+// are taken: of each role, the highest replica indexes first (then names,
+// last first). Any first part of it may go as well. None when the gang is
+// at its minimum.
+func surplus(job *api.JobInfo) []*api.TaskInfo {
+	spare := job.ReadyCount() - job.MinMember
+	if spare <= 0 {
+		return nil
+	}
+	ready := job.ReadyCountByRole()
+	candidates := holding(job)
+	slices.SortStableFunc(candidates, func(l, r *api.TaskInfo) int {
+		return cmp.Or(cmp.Compare(l.Role, r.Role), -cmp.Compare(replicaIndex(l), replicaIndex(r)), -cmp.Compare(l.Name, r.Name))
+	})
+	var out []*api.TaskInfo
+	for _, t := range candidates {
+		if spare == 0 {
+			break
+		}
+		if min, ok := job.MinTaskMember[t.Role]; ok && ready[t.Role] <= min {
+			continue
+		}
+		out = append(out, t)
+		ready[t.Role]--
+		spare--
+	}
 	return out
+}
+
+// replicaIndex is a member's replica index from the operator's label; -1
+// without one.
+func replicaIndex(t *api.TaskInfo) int {
+	n, err := strconv.Atoi(t.Pod.Labels[topology.ReplicaIndexLabel])
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // holdsNodes: some task is Bound or Running, each such task is on a node of
@@ -379,22 +462,6 @@ func (p *preemptPass) holdsNodes(job *api.JobInfo) bool {
 		}
 	}
 	return holds
-}
-
-// evictGang evicts every Bound and Running task of job, in task order so
-// that the evictions come out in a deterministic order.
-func evictGang(stmt *framework.Statement, job *api.JobInfo, reason string) {
-	var tasks []*api.TaskInfo
-	for _, t := range job.Tasks {
-		if t.Status == api.Bound || t.Status == api.Running {
-			tasks = append(tasks, t)
-		}
-	}
-	slices.SortFunc(tasks, func(l, r *api.TaskInfo) int { return cmp.Compare(l.UID, r.UID) })
-	for _, t := range tasks {
-		// Cannot fail: holdsNodes checked that every one is on its node.
-		_ = stmt.Evict(t, reason)
-	}
 }
 
 // finish gives back every trial placement, then commits the evictions and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins"
+	"github.com/troupe-ml/troupe/gangscheduler/topology"
 )
 
 // preemptPipeline is the pipeline with preempt where the sample
@@ -24,11 +26,21 @@ func preemptPipeline() []framework.Action {
 }
 
 // runningGang returns a running gang's pods, one per node, each taking gpus
-// GPUs.
+// GPUs, the i-th with replica index i.
 func runningGang(name string, gpus int64, nodes ...string) []*corev1.Pod {
+	return runningRole(name, "worker", gpus, nodes...)
+}
+
+// runningRole returns a running gang's pods of one role, named
+// <job>-<role>-<index> unless the role is "worker" (<job>-<index>).
+func runningRole(job, role string, gpus int64, nodes ...string) []*corev1.Pod {
 	var pods []*corev1.Pod
 	for i, n := range nodes {
-		pods = append(pods, st.MakePod("ns", fmt.Sprintf("%s-%d", name, i)).Job(name).Role("worker").
+		name := fmt.Sprintf("%s-%s-%d", job, role, i)
+		if role == "worker" {
+			name = fmt.Sprintf("%s-%d", job, i)
+		}
+		pods = append(pods, st.MakePod("ns", name).Job(job).Role(role).Labels(topology.ReplicaIndexLabel, strconv.Itoa(i)).
 			Req("1", "1Gi").GPU(gpus).Node(n).Phase(corev1.PodRunning).Obj())
 	}
 	return pods
@@ -228,6 +240,30 @@ func TestPreempt(t *testing.T) {
 			inOneRack(job("high", 10, 5, api.JobPending, 2)),
 		},
 		want: map[api.JobID][]string{"ns/b": {"b-0"}, "ns/d": {"d-0"}},
+	}, {
+		// Every surplus goes before any whole gang, even one of a lower
+		// priority: an elastic gang runs on without it.
+		name:  "an elastic gang's members above its minimum are the first to go, the highest index first",
+		nodes: gpuNodes(4),
+		pods:  slices.Concat(runningGang("elastic", 4, "gpu-0", "gpu-1", "gpu-2"), runningGang("low", 4, "gpu-3"), gpuGang("high", 1, 4)),
+		jobs:  []*api.JobInfo{job("elastic", 1, 0, api.JobRunning, 1), job("low", 0, 0, api.JobRunning, 1), job("high", 10, 5, api.JobPending, 1)},
+		want:  map[api.JobID][]string{"ns/elastic": {"elastic-2"}},
+	}, {
+		name:  "a surplus too small for the preemptor: the whole gang goes, not the surplus and then more",
+		nodes: gpuNodes(3),
+		pods:  slices.Concat(runningGang("elastic", 4, "gpu-0", "gpu-1", "gpu-2"), gpuGang("high", 2, 4)),
+		jobs:  []*api.JobInfo{job("elastic", 1, 0, api.JobRunning, 2), job("high", 10, 5, api.JobPending, 2)},
+		want:  map[api.JobID][]string{"ns/elastic": {"elastic-0", "elastic-1", "elastic-2"}},
+	}, {
+		name:  "a surplus keeps every role's minimum: workers above theirs go, the master stays",
+		nodes: gpuNodes(4),
+		pods: slices.Concat(runningRole("mixed", "master", 4, "gpu-0"), runningRole("mixed", "trainer", 4, "gpu-1", "gpu-2", "gpu-3"),
+			gpuGang("high", 2, 4)),
+		jobs: []*api.JobInfo{
+			withPhase(st.MakeJob("ns", "mixed").Priority(1).MinMember(2).MinTaskMember("master", 1).MinTaskMember("trainer", 1).Created(t0).Obj(), api.JobRunning),
+			job("high", 10, 5, api.JobPending, 2),
+		},
+		want: map[api.JobID][]string{"ns/mixed": {"mixed-trainer-1", "mixed-trainer-2"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
@@ -211,6 +212,40 @@ var _ = Describe("Volcano's scheduler", Ordered, func() {
 		}).WithTimeout(bindTimeout).Should(Succeed())
 		Consistently(func(g Gomega) { noneBound(ctx, g, ns, jobPods("too-big"), 6) }).
 			WithTimeout(stuckWatch).WithPolling(250 * time.Millisecond).Should(Succeed())
+	})
+
+	// An elastic PyTorchJob of 4 Workers of 2 GPUs, 2 to 4 of them: the
+	// PodGroup asks for the Master and 2 Workers, and Volcano binds them
+	// on 4 GPUs; the other 2 are bound once a node with room joins.
+	It("binds an elastic PyTorchJob's minimum as the gang, and its other Workers once room appears", func(ctx SpecContext) {
+		ns := suite.NewNamespace(ctx, "volcano-elastic")
+		pools(ctx, ns, 1, 1, 4)
+		job := testutil.MakePyTorchJob("elastic", ns).
+			ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeMaster, cpuMaster("pytorch")).
+			ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeWorker, gpuWorker(4, "pytorch", "2")).
+			ElasticPolicy(kubeflowv1.ElasticPolicy{MinReplicas: ptr.To[int32](2), MaxReplicas: ptr.To[int32](4)}).
+			Obj()
+		Expect(suite.Client.Create(ctx, job)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			pg := &volcanov1beta1.PodGroup{}
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "elastic"}, pg)).To(Succeed())
+			g.Expect(pg.Spec.MinMember).To(Equal(int32(3)))
+			g.Expect(pg.Spec.MinTaskMember).To(Equal(map[string]int32{"master": 1, "worker": 2}))
+			bound := 0
+			for _, p := range listPods(ctx, g, ns, jobPods("elastic"), 5) {
+				if p.Spec.NodeName != "" {
+					bound++
+				}
+			}
+			g.Expect(bound).To(Equal(3), "the Master and 2 Workers")
+		}).WithTimeout(bindTimeout).Should(Succeed())
+
+		more := testutil.MakeNode(ns+"-gpu-more").Capacity("32", "128Gi").GPU(4).Label(poolLabel, gpuPool).Obj()
+		more.Spec.Taints = []corev1.Taint{gpuTaint}
+		Expect(testutil.CreateReadyNode(ctx, suite.Client, more)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(suite.Client.Delete(ctx, more))).To(Succeed()) })
+		expectPlaced(ctx, peers.VolcanoSchedulerName, expectAllBound(ctx, ns, jobPods("elastic"), 5))
 	})
 })
 
