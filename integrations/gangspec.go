@@ -179,13 +179,15 @@ func podRequests(tmpl *corev1.PodTemplateSpec) corev1.ResourceList {
 	pod := &corev1.Pod{Spec: *tmpl.Spec.DeepCopy()}
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
-			defaultRequestsFromLimits(&cs[i].Resources)
+			DefaultRequestsFromLimits(&cs[i].Resources)
 		}
 	}
 	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 }
 
-func defaultRequestsFromLimits(r *corev1.ResourceRequirements) {
+// DefaultRequestsFromLimits copies to requests the limits of resources
+// that have none, as the API server's defaulting does.
+func DefaultRequestsFromLimits(r *corev1.ResourceRequirements) {
 	for name, limit := range r.Limits {
 		if _, ok := r.Requests[name]; !ok {
 			if r.Requests == nil {

@@ -26,6 +26,24 @@ func replicaLabels(fw Framework, job Job, rtype kubeflowv1.ReplicaType, index in
 	return l
 }
 
+// DesiredPods returns every pod of a defaulted job's current generation
+// as the engine creates them for the gang backend (nil: none), in the
+// framework's replica order: what a tool that asks where the job would go
+// (kubectl troupe fit) hands the scheduler.
+func DesiredPods(fw Framework, gang integrations.Backend, job Job) ([]*corev1.Pod, error) {
+	var pods []*corev1.Pod
+	for _, rtype := range OrderedReplicaTypes(fw, job) {
+		for index := range int(*job.ReplicaSpecs()[rtype].Replicas) {
+			pod, err := newPod(fw, gang, job, rtype, index)
+			if err != nil {
+				return nil, err
+			}
+			pods = append(pods, pod)
+		}
+	}
+	return pods, nil
+}
+
 // newPod builds the pod of one replica from its template: upstream's name
 // and labels, the controller reference, the restart policy the kubelet
 // applies, the gang backend's marks (gang may be nil), and the framework's

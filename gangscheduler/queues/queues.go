@@ -13,6 +13,17 @@ import (
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 )
 
+// DefaultQueue is the "default" Queue as the scheduler creates it.
+func DefaultQueue() *schedulingv1alpha1.Queue {
+	return &schedulingv1alpha1.Queue{
+		ObjectMeta: metav1.ObjectMeta{Name: schedulingv1alpha1.DefaultQueueName},
+		Spec: schedulingv1alpha1.QueueSpec{
+			Weight: 1,
+			State:  schedulingv1alpha1.QueueStateOpen,
+		},
+	}
+}
+
 // EnsureDefaultQueue creates the cluster's "default" Queue unless it already
 // exists.
 //
@@ -25,13 +36,7 @@ import (
 //
 // c's scheme must know the scheduling.troupe.dev/v1alpha1 types.
 func EnsureDefaultQueue(ctx context.Context, c client.Client) error {
-	q := &schedulingv1alpha1.Queue{
-		ObjectMeta: metav1.ObjectMeta{Name: schedulingv1alpha1.DefaultQueueName},
-		Spec: schedulingv1alpha1.QueueSpec{
-			Weight: 1,
-			State:  schedulingv1alpha1.QueueStateOpen,
-		},
-	}
+	q := DefaultQueue()
 	// Create first rather than Get first: one call in the common case, and
 	// no window between the read and the write for another scheduler
 	// replica to create it.

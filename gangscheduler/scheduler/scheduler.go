@@ -223,6 +223,27 @@ type decision struct {
 	stats     framework.Stats
 }
 
+// Decision is what a session over a snapshot decides, before anything
+// is committed: the scheduler's own answer, for a tool that asks what it
+// would do (kubectl troupe fit).
+type Decision struct {
+	Bindings  []framework.Decision
+	Evictions []framework.Eviction
+	// Findings say why gangs were not placed; Diagnoses explain a
+	// resource finding role by role, and are what the PodGroup's
+	// Unschedulable condition then says instead.
+	Findings  map[api.JobID]framework.Unschedulable
+	Diagnoses map[api.JobID]string
+}
+
+// Decide runs a session over snap with the plugins and actions, as a
+// cycle does before its commit, and returns what it decided. It changes
+// snap and nothing else.
+func Decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Action) Decision {
+	d := decide(snap, plugins, acts)
+	return Decision{Bindings: d.bindings, Evictions: d.evictions, Findings: d.findings, Diagnoses: d.diagnoses}
+}
+
 // decide runs a session over snap: a pure function of the snapshot (it
 // changes the snapshot, which the cycle owns, and nothing else).
 func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Action) decision {

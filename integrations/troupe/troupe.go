@@ -41,6 +41,16 @@ func (Backend) CheckInstalled(mapper meta.RESTMapper) error {
 // whole spec is Troupe's own; the status is the scheduler's, and the
 // backend only reads it.
 func (Backend) SyncPodGroup(ctx context.Context, c client.Client, owner metav1.Object, ref metav1.OwnerReference, spec integrations.GangSpec) (integrations.GangState, error) {
+	want := PodGroupSpec(spec)
+	pg := &schedulingv1alpha1.PodGroup{}
+	if err := integrations.SyncPodGroup(ctx, c, owner, ref, pg, func() { pg.Spec = want }); err != nil {
+		return integrations.GangState{}, err
+	}
+	return state(pg), nil
+}
+
+// PodGroupSpec is the spec of the PodGroup the backend writes for a gang.
+func PodGroupSpec(spec integrations.GangSpec) schedulingv1alpha1.PodGroupSpec {
 	want := schedulingv1alpha1.PodGroupSpec{
 		MinMember:              spec.MinMember,
 		MinTaskMember:          spec.MinTaskMember,
@@ -55,11 +65,7 @@ func (Backend) SyncPodGroup(ctx context.Context, c client.Client, owner metav1.O
 	if want.Queue == "" {
 		want.Queue = schedulingv1alpha1.DefaultQueueName
 	}
-	pg := &schedulingv1alpha1.PodGroup{}
-	if err := integrations.SyncPodGroup(ctx, c, owner, ref, pg, func() { pg.Spec = want }); err != nil {
-		return integrations.GangState{}, err
-	}
-	return state(pg), nil
+	return want
 }
 
 // UnkeptTopologyRules is empty: troupe-scheduler keeps every rule.

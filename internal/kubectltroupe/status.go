@@ -70,7 +70,7 @@ admitted).`,
 }
 
 func (o *statusOptions) run(ctx context.Context, args []string) error {
-	c, namespace, err := o.client()
+	c, namespace, err := newClient(o.flags)
 	if err != nil {
 		return err
 	}
@@ -99,12 +99,14 @@ func (o *statusOptions) run(ctx context.Context, args []string) error {
 	return renderJob(o.streams.Out, report)
 }
 
-func (o *statusOptions) client() (client.Client, string, error) {
-	cfg, err := o.flags.ToRESTConfig()
+// newClient connects as kubectl's flags say, and returns the namespace
+// they select.
+func newClient(flags *genericclioptions.ConfigFlags) (client.Client, string, error) {
+	cfg, err := flags.ToRESTConfig()
 	if err != nil {
 		return nil, "", err
 	}
-	namespace, _, err := o.flags.ToRawKubeConfigLoader().Namespace()
+	namespace, _, err := flags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, "", err
 	}

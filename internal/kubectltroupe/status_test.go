@@ -1,21 +1,15 @@
 package kubectltroupe_test
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	"github.com/troupe-ml/troupe/integrations"
-	"github.com/troupe-ml/troupe/internal/kubectltroupe"
 	"github.com/troupe-ml/troupe/internal/testutil"
 )
 
@@ -31,13 +25,7 @@ var _ = Describe("kubectl troupe status", Ordered, func() {
 	// status runs the plugin with args and returns what it printed, or its
 	// error.
 	status := func(args ...string) (string, error) {
-		var out, errOut bytes.Buffer
-		cmd := kubectltroupe.NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
-		cmd.SetArgs(append([]string{"status", "--kubeconfig", kubeconfig}, args...))
-		cmd.SetOut(&errOut)
-		cmd.SetErr(&errOut)
-		err := cmd.Execute()
-		return out.String(), err
+		return plugin(kubeconfig, append([]string{"status"}, args...)...)
 	}
 	// line is the list's line of a job, split into its columns' words.
 	line := func(out, job string) []string {
@@ -51,12 +39,7 @@ var _ = Describe("kubectl troupe status", Ordered, func() {
 
 	BeforeAll(func() {
 		ctx = context.Background()
-		user, err := suite.Env.AddUser(envtest.User{Name: "kubectl-user", Groups: []string{"system:masters"}}, nil)
-		Expect(err).NotTo(HaveOccurred())
-		raw, err := user.KubeConfig()
-		Expect(err).NotTo(HaveOccurred())
-		kubeconfig = filepath.Join(GinkgoT().TempDir(), "kubeconfig")
-		Expect(os.WriteFile(kubeconfig, raw, 0o600)).To(Succeed())
+		kubeconfig = userKubeconfig("status-user")
 
 		op, err := testutil.StartOperatorWithFlags(suite.Env.Config, []string{"--gang-scheduler-name=troupe", "--enable-scheme=tfjob,pytorchjob"})
 		Expect(err).NotTo(HaveOccurred())
