@@ -96,13 +96,14 @@ differential: ## The differential suite alone, verbose: troupe-scheduler against
 	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" go test -count=1 ./test/differential/ -ginkgo.v $(DIFFERENTIAL_FLAGS)
 
 .PHONY: peers
-peers: ## Build the peer gang schedulers (Volcano's, kube-scheduler with Coscheduling) from Go modules (cached); prints their paths.
-	hack/peer-schedulers.sh volcano coscheduling
+peers: ## Build the peers (Volcano's scheduler, kube-scheduler with Coscheduling, Kueue's manager) from Go modules (cached); prints their paths.
+	hack/peer-schedulers.sh volcano coscheduling kueue
 
 .PHONY: e2e
-e2e: ## The operator against real Volcano and Coscheduling scheduler processes (test/e2e, build tag e2e).
+e2e: ## The operator against real Volcano and Coscheduling scheduler processes, and behind a real Kueue (test/e2e, build tag e2e).
 	assets=$$(hack/controlplane.sh); volcano=$$(hack/peer-schedulers.sh volcano); coscheduling=$$(hack/peer-schedulers.sh coscheduling); \
-	KUBEBUILDER_ASSETS="$$assets" TROUPE_VOLCANO_SCHEDULER="$$volcano" TROUPE_COSCHEDULING_SCHEDULER="$$coscheduling" \
+	kueue=$$(hack/peer-schedulers.sh kueue); \
+	KUBEBUILDER_ASSETS="$$assets" TROUPE_VOLCANO_SCHEDULER="$$volcano" TROUPE_COSCHEDULING_SCHEDULER="$$coscheduling" TROUPE_KUEUE="$$kueue" \
 		go test -tags e2e -count=1 $(GO_TEST_FLAGS) ./test/e2e/...
 
 ##@ Benchmarks

@@ -6,6 +6,9 @@
 #   hack/peer-schedulers.sh volcano        Volcano's vc-scheduler ($VOLCANO_VERSION)
 #   hack/peer-schedulers.sh coscheduling   kube-scheduler with scheduler-plugins
 #                                          ($SCHEDULER_PLUGINS_VERSION)
+#   hack/peer-schedulers.sh kueue          Kueue's manager ($KUEUE_VERSION), not a
+#                                          scheduler but the queue in front of one;
+#                                          its CRDs are copied beside it, in crds/
 #
 # Versions come from hack/peers.env; a wrapper that pins another version is
 # an error. Each binary is cached in a folder keyed by the version and the
@@ -19,11 +22,13 @@ cache_root=${TROUPE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/troupe}
 
 fail() { echo "peer-schedulers.sh: $*" >&2; exit 1; }
 
-# build name module version package binary ldflags: builds package from the
-# wrapper hack/peers/<name> into the cache and prints the binary's path.
+# build name module version package binary ldflags [crd-folder]: builds
+# package from the wrapper hack/peers/<name> into the cache and prints the
+# binary's path. With crd-folder, the module's CRDs in that folder are
+# copied beside the binary, into crds/.
 build() {
-  local name=$1 module=$2 version=$3 pkg=$4 bin=$5 ldflags=$6
-  local src="$here/peers/$name" pinned key out tmp start
+  local name=$1 module=$2 version=$3 pkg=$4 bin=$5 ldflags=$6 crds=${7:-}
+  local src="$here/peers/$name" pinned key out tmp start moddir
   pinned=$(cd "$src" && GOWORK=off go list -m -f '{{.Version}}' "$module")
   [ "$pinned" = "$version" ] ||
     fail "hack/peers/$name/go.mod pins $module $pinned, hack/peers.env says $version"
@@ -41,6 +46,11 @@ build() {
   start=$SECONDS
   (cd "$src" && CGO_ENABLED=0 GOWORK=off go build -trimpath -ldflags "$ldflags" -o "$tmp/$bin" "$pkg")
   echo "peer-schedulers.sh: built $bin in $((SECONDS - start))s" >&2
+  if [ -n "$crds" ]; then
+    moddir=$(cd "$src" && GOWORK=off go list -m -f '{{.Dir}}' "$module")
+    mkdir -p "$tmp/crds"
+    cp "$moddir/$crds"/*.yaml "$tmp/crds/"
+  fi
   rm -rf "$out"
   mv "$tmp" "$out"
   trap - EXIT
@@ -62,11 +72,17 @@ coscheduling() {
     "-s -w -X k8s.io/component-base/version.gitVersion=$kube -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
 }
 
-[ $# -gt 0 ] || fail "usage: hack/peer-schedulers.sh volcano|coscheduling..."
+kueue() {
+  build kueue sigs.k8s.io/kueue "$KUEUE_VERSION" sigs.k8s.io/kueue/cmd/kueue kueue \
+    "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" config/components/crd/bases
+}
+
+[ $# -gt 0 ] || fail "usage: hack/peer-schedulers.sh volcano|coscheduling|kueue..."
 for peer in "$@"; do
   case "$peer" in
     volcano) volcano ;;
     coscheduling) coscheduling ;;
-    *) fail "unknown peer scheduler \"$peer\"; allowed: volcano, coscheduling" ;;
+    kueue) kueue ;;
+    *) fail "unknown peer \"$peer\"; allowed: volcano, coscheduling, kueue" ;;
   esac
 done

@@ -333,7 +333,11 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) error {
 		r.event(s.job, corev1.EventTypeNormal, kind+"Succeeded", msg)
 		s.requeueAt(time.Nanosecond)
 		return nil
-	case outcome.Running:
+	case outcome.Running && (s.gang == nil || IsConditionTrue(status, ConditionGangScheduled)):
+		// A gang-scheduled job runs once its gang does (GangScheduled: its
+		// minMember pods run), not when its master alone does: queues that
+		// wait for a job to run (Kueue's waitForPodsReady reads this
+		// condition) must not count a gang that is half up.
 		setCondition(status, ConditionRunning, corev1.ConditionTrue, kind+"Running", fmt.Sprintf("%s %s is running.", kind, s.job.GetName()), s.now)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 const (
 	VolcanoBinaryEnv      = "TROUPE_VOLCANO_SCHEDULER"
 	CoschedulingBinaryEnv = "TROUPE_COSCHEDULING_SCHEDULER"
+	KueueBinaryEnv        = "TROUPE_KUEUE"
 )
 
 // VolcanoBinary is the vc-scheduler binary $TROUPE_VOLCANO_SCHEDULER names.
@@ -21,6 +22,9 @@ func VolcanoBinary() (string, error) { return binaryFromEnv(VolcanoBinaryEnv, "v
 func CoschedulingBinary() (string, error) {
 	return binaryFromEnv(CoschedulingBinaryEnv, "coscheduling")
 }
+
+// KueueBinary is Kueue's manager $TROUPE_KUEUE names.
+func KueueBinary() (string, error) { return binaryFromEnv(KueueBinaryEnv, "kueue") }
 
 func binaryFromEnv(env, peer string) (string, error) {
 	path := os.Getenv(env)

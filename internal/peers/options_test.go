@@ -3,6 +3,7 @@ package peers
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -276,5 +277,94 @@ profiles:
 `
 	if string(raw) != want {
 		t.Errorf("config:\n%s\nwant:\n%s", raw, want)
+	}
+}
+
+func TestKueueOptions(t *testing.T) {
+	exe, _, kubeconfig := files(t)
+	valid := KueueOptions{
+		Options:    Options{Binary: exe, Kubeconfig: kubeconfig, LogFile: filepath.Join(filepath.Dir(exe), "log")},
+		Frameworks: []string{"kubeflow.org/pytorchjob"},
+	}
+	cases := []struct {
+		name  string
+		edit  func(*KueueOptions)
+		wants []string
+	}{
+		{name: "valid", edit: func(*KueueOptions) {}},
+		{name: "valid, waitForPodsReady", edit: func(o *KueueOptions) { o.WaitForPodsReady = time.Minute }},
+		{name: "no frameworks", edit: func(o *KueueOptions) { o.Frameworks = nil },
+			wants: []string{"Frameworks: empty; name the job integrations Kueue manages"}},
+		{name: "negative waitForPodsReady", edit: func(o *KueueOptions) { o.WaitForPodsReady = -time.Second },
+			wants: []string{"WaitForPodsReady: must be 0 (off) or more, got -1s"}},
+		{name: "no binary: names the script that builds it", edit: func(o *KueueOptions) { o.Binary = "" },
+			wants: []string{"Binary: empty; give the path hack/peer-schedulers.sh kueue prints"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := valid
+			tc.edit(&o)
+			err := o.Validate()
+			if len(tc.wants) == 0 {
+				if err != nil {
+					t.Fatalf("valid options refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("invalid options accepted, want %q", tc.wants)
+			}
+			for _, w := range tc.wants {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// Kueue's configuration: the integrations asked for, certificates managed
+// by Kueue in the given folder, leader election and metrics off, and
+// waitForPodsReady only when asked, not blocking admission.
+func TestKueueConfig(t *testing.T) {
+	o := KueueOptions{Frameworks: []string{"kubeflow.org/pytorchjob", "kubeflow.org/tfjob"}, WaitForPodsReady: time.Minute}
+	raw, err := o.config("/certs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := yaml.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]any{
+		"apiVersion":                               "config.kueue.x-k8s.io/v1beta2",
+		"kind":                                     "Configuration",
+		"namespace":                                KueueNamespace,
+		"webhook.certDir":                          "/certs",
+		"webhook.host":                             "127.0.0.1",
+		"leaderElection.leaderElect":               false,
+		"metrics.bindAddress":                      "0",
+		"internalCertManagement.enable":            true,
+		"waitForPodsReady.timeout":                 "1m0s",
+		"waitForPodsReady.blockAdmission":          false,
+		"integrations.frameworks":                  []any{"kubeflow.org/pytorchjob", "kubeflow.org/tfjob"},
+		"internalCertManagement.webhookSecretName": kueueWebhookSecret,
+	} {
+		var v any = got
+		for _, k := range strings.Split(path, ".") {
+			m, _ := v.(map[string]any)
+			v = m[k]
+		}
+		if !reflect.DeepEqual(v, want) {
+			t.Errorf("%s = %#v, want %#v", path, v, want)
+		}
+	}
+	o.WaitForPodsReady = 0
+	raw, err = o.config("/certs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "waitForPodsReady") {
+		t.Errorf("waitForPodsReady set without being asked:\n%s", raw)
 	}
 }

@@ -4,7 +4,9 @@
 // and the benchmark harness. hack/peer-schedulers.sh builds the binaries
 // from the Go module proxy at the versions of hack/peers.env.
 //
-// It also runs upstream kube-scheduler with its default profile, built by
+// It also runs Kueue's manager, the queue in front of a scheduler, for the
+// e2e suite's Kueue + Troupe specs; and upstream kube-scheduler with its
+// default profile, built by
 // hack/controlplane.sh beside the test API server, as the reference that
 // test/differential compares troupe-scheduler's decisions with.
 package peers

@@ -19,6 +19,7 @@ import (
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 	"github.com/troupe-ml/troupe/controllers/engine"
 	"github.com/troupe-ml/troupe/internal/peers"
 	"github.com/troupe-ml/troupe/internal/testutil"
@@ -77,7 +78,8 @@ func poolsWith(ctx context.Context, ns string, cpu, gpu, gpusPerNode int, label 
 		// told not to.
 		Expect(suite.Client.DeleteAllOf(ctx, &corev1.Pod{}, in, client.GracePeriodSeconds(0))).To(Succeed())
 		// Only the CRDs of the peers whose containers have run are there.
-		for _, obj := range []client.Object{&volcanov1beta1.PodGroup{}, &spv1alpha1.PodGroup{}} {
+		// An admitted PodGroup left behind would hold its queue's share.
+		for _, obj := range []client.Object{&volcanov1beta1.PodGroup{}, &spv1alpha1.PodGroup{}, &schedulingv1alpha1.PodGroup{}} {
 			if err := suite.Client.DeleteAllOf(ctx, obj, in); !meta.IsNoMatchError(err) {
 				Expect(err).NotTo(HaveOccurred())
 			}
