@@ -36,7 +36,11 @@ func renderFit(out io.Writer, kind string, job engine.Job, v fit.Verdict) error 
 		return err
 	}
 	if v.Placed && len(v.Waiting) > 0 {
-		fmt.Fprintf(&b, "\nThe gang's minimum is placed; %d members above it wait for room.\n", len(v.Waiting))
+		what := fmt.Sprintf("%d members above it wait", len(v.Waiting))
+		if len(v.Waiting) == 1 {
+			what = "1 member above it waits"
+		}
+		fmt.Fprintf(&b, "\nThe gang's minimum is placed; %s for room.\n", what)
 	}
 	if len(v.Victims) > 0 {
 		if v.PreemptionOn {

@@ -23,7 +23,10 @@ import (
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/integrations"
+	"github.com/troupe-ml/troupe/integrations/schedulerplugins"
 	"github.com/troupe-ml/troupe/integrations/troupe"
+	"github.com/troupe-ml/troupe/integrations/volcano"
 	"github.com/troupe-ml/troupe/internal/peers"
 	"github.com/troupe-ml/troupe/internal/testutil"
 )
@@ -38,7 +41,7 @@ import (
 // peers.InstallKueue), so the jobs are created suspended, as Kueue's
 // mutating webhook would make them.
 var _ = Describe("Kueue in front of Troupe", Ordered, func() {
-	var kq *peer
+	var kq, vc, cs *peer
 
 	BeforeAll(func(ctx SpecContext) {
 		bin, err := peers.KueueBinary()
@@ -52,6 +55,15 @@ var _ = Describe("Kueue in front of Troupe", Ordered, func() {
 				WaitForPodsReady: 10 * time.Minute,
 			})
 		}, peers.KueueBinary)
+		// The other backends' schedulers, for jobs that choose them.
+		Expect(peers.InstallVolcano(ctx, suite.Env.Config)).To(Succeed())
+		Expect(peers.InstallCoscheduling(suite.Env.Config)).To(Succeed())
+		vc = startPeer(func(o peers.Options) (*peers.Process, error) {
+			return peers.StartVolcano(context.Background(), peers.VolcanoOptions{Options: o})
+		}, peers.VolcanoBinary)
+		cs = startPeer(func(o peers.Options) (*peers.Process, error) {
+			return peers.StartCoscheduling(context.Background(), peers.CoschedulingOptions{Options: o})
+		}, peers.CoschedulingBinary)
 		op, err := testutil.StartOperatorWithFlags(suite.Env.Config, []string{"--gang-scheduler-name=" + troupe.Name, "--enable-scheme=pytorchjob,tfjob"})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(op.Stop)
@@ -59,7 +71,11 @@ var _ = Describe("Kueue in front of Troupe", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(s.Stop)
 	})
-	AfterEach(func() { kq.check() })
+	AfterEach(func() {
+		for _, p := range []*peer{kq, vc, cs} {
+			p.check()
+		}
+	})
 
 	// queue makes, for the spec's namespace, the ResourceFlavors of its
 	// pools (cpu: node-pool=cpu; gpu: node-pool=gpu and the GPU taint
@@ -100,7 +116,7 @@ var _ = Describe("Kueue in front of Troupe", Ordered, func() {
 	// job is a PyTorchJob in the LocalQueue "team", created suspended: a
 	// CPU master and workers of gpus GPUs, without node selectors or
 	// tolerations (the flavors bring them).
-	job := func(ctx context.Context, ns, name string, workers int32, gpus, class string) {
+	job := func(ctx context.Context, ns, name string, workers int32, gpus, class string, mutate ...func(*kubeflowv1.PyTorchJob)) {
 		j := testutil.MakePyTorchJob(name, ns).
 			ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeMaster, testutil.MakeReplica(1, "pytorch").Request(corev1.ResourceCPU, "1").Obj()).
 			ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeWorker, testutil.MakeReplica(workers, "pytorch").Request(corev1.ResourceCPU, "2").Limit(testutil.GPU, gpus).Obj()).
@@ -108,6 +124,9 @@ var _ = Describe("Kueue in front of Troupe", Ordered, func() {
 		j.Labels = map[string]string{kueueconstants.QueueLabel: "team"}
 		if class != "" {
 			j.Spec.RunPolicy.SchedulingPolicy = &kubeflowv1.SchedulingPolicy{PriorityClass: class}
+		}
+		for _, m := range mutate {
+			m(j)
 		}
 		Expect(suite.Client.Create(ctx, j)).To(Succeed())
 	}
@@ -188,6 +207,20 @@ var _ = Describe("Kueue in front of Troupe", Ordered, func() {
 		deleteJob(ctx, ns, "first")
 		expectPlaced(ctx, troupe.SchedulerName, expectAllBound(ctx, ns, jobPods("second"), 3))
 	})
+
+	DescribeTable("with another gang backend, the flavors Kueue writes into the pod templates are honoured",
+		func(ctx SpecContext, backend, scheduler string) {
+			ns := suite.NewNamespace(ctx, "kueue-"+backend)
+			pools(ctx, ns, 1, 2, 4)
+			queue(ctx, ns, 8)
+			job(ctx, ns, "other", 2, "4", "", func(j *kubeflowv1.PyTorchJob) {
+				j.Annotations = map[string]string{integrations.GangSchedulerAnnotation: backend}
+			})
+			expectPlaced(ctx, scheduler, expectAllBound(ctx, ns, jobPods("other"), 3))
+		},
+		Entry("Volcano", volcano.Name, peers.VolcanoSchedulerName),
+		Entry("Coscheduling", schedulerplugins.Name, peers.CoschedulingSchedulerName),
+	)
 
 	It("admits a TFJob too, through Kueue's TFJob integration, and Troupe places it whole", func(ctx SpecContext) {
 		ns := suite.NewNamespace(ctx, "kueue-tfjob")
