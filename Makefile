@@ -124,7 +124,7 @@ bench: ## The benchmark harness (test/bench): a null binder, troupe-scheduler, V
 .PHONY: bench-smoke
 bench-smoke: ## The harness at a tiny scale, each kind of placer: fails on a gang bound partially or not at all; checks correctness, not speed.
 	$(BENCH) --scale=0.02 --hold=1s --settle=6s --trailing=0s --run-timeout=2m --check --command="make bench-smoke" \
-		--placers=null,troupe,volcano,coscheduling --scenarios=S1,S2,S3,S4,Q,S5,T0,T $(BENCH_FLAGS) >/dev/null
+		--placers=null,troupe,volcano,coscheduling --scenarios=S1,S2,S3,S4,Q,S5,T0,T,TM $(BENCH_FLAGS) >/dev/null
 
 ##@ Soak
 

@@ -68,7 +68,12 @@ func (r *run) do(ctx context.Context) (res report.Result) {
 func (r *run) setup(ctx context.Context, c *cluster) (map[string]int, error) {
 	var sizes map[string]int
 	steps := []func(context.Context) error{
-		func(ctx context.Context) error { return createNodes(ctx, c, r.scenario) },
+		func(ctx context.Context) error {
+			if err := createNodes(ctx, c, r.scenario); err != nil {
+				return err
+			}
+			return createBackground(ctx, c, r.scenario)
+		},
 		func(ctx context.Context) error {
 			if err := r.placer.Prepare(ctx, c.cfg); err != nil {
 				return fmt.Errorf("prepare %s: %w", r.placer.Name(), err)
@@ -408,6 +413,15 @@ func (r *run) finalState(ctx context.Context, c *cluster, tracker *measure.Track
 	res.Quality = measure.Assess(nodePtrs, podPtrs)
 	if r.scenario.Racked() {
 		res.Quality.Racks = measure.RacksOf(nodePtrs, podPtrs, scenario.RackLabel)
+		background, err := c.clientset.CoreV1().Pods(scenario.BackgroundNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		all := slices.Clone(podPtrs)
+		for i := range background.Items {
+			all = append(all, &background.Items[i])
+		}
+		res.Quality.Stranding = measure.StrandingOf(nodePtrs, all, podPtrs, whole, scenario.RackLabel)
 	}
 	return nil
 }

@@ -34,6 +34,25 @@ func createNodes(ctx context.Context, c *cluster, s scenario.Scenario) error {
 	})
 }
 
+// createBackground binds the scenario's background pods, in a namespace
+// of their own (scenario.Scenario.BusyPerRack).
+func createBackground(ctx context.Context, c *cluster, s scenario.Scenario) error {
+	pods := s.BackgroundPods()
+	if len(pods) == 0 {
+		return nil
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scenario.BackgroundNamespace}}
+	if err := c.client.Create(ctx, ns); err != nil {
+		return fmt.Errorf("create namespace %s: %w", ns.Name, err)
+	}
+	return inParallel(ctx, pods, func(ctx context.Context, p *corev1.Pod) error {
+		if err := c.client.Create(ctx, p); err != nil {
+			return fmt.Errorf("background pod %s: %w", p.Name, err)
+		}
+		return nil
+	})
+}
+
 // createNamespace creates the namespace of the gangs.
 func createNamespace(ctx context.Context, c *cluster) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}

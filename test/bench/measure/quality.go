@@ -31,6 +31,9 @@ type Quality struct {
 	// Racks is the gangs' use of racks, in scenarios whose nodes are in
 	// racks (RacksOf).
 	Racks Racks
+	// Stranding is the GPUs left free at the end, and how many of them
+	// no waiting gang can use, in the same scenarios.
+	Stranding Stranding
 }
 
 // Occupancy is the share of the GPUs in use.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/troupe-ml/troupe/integrations/troupe"
 	"github.com/troupe-ml/troupe/test/bench/scenario"
@@ -94,6 +95,70 @@ func TestRacksOf(t *testing.T) {
 			got := RacksOf(nodes, pods, scenario.RackLabel)
 			if got.Gangs != tt.wantGangs || got.Split != tt.wantSplit || got.RacksUsed != tt.wantRacksTotal {
 				t.Errorf("RacksOf = %+v, want %d gangs, %d split, %d racks in all", got, tt.wantGangs, tt.wantSplit, tt.wantRacksTotal)
+			}
+		})
+	}
+}
+
+// TM at the smallest scale: one rack of 8 GPU nodes of 8 GPUs, and gangs
+// of 1 and 2 whole-node workers (with background load none in rack 0).
+// What is stranded depends on which gangs wait and where the free GPUs are.
+func TestStrandingOf(t *testing.T) {
+	var tm scenario.Scenario
+	for _, s := range scenario.Catalog(0.02, time.Second) {
+		if s.Name == "TM" {
+			tm = s
+		}
+	}
+	nodes := tm.NodeObjects() // 2 CPU nodes, then gpu-0..gpu-7 in rack-0
+	gpuNode := func(i int) string { return nodes[len(nodes)-8+i].Name }
+	busy := func(node string, gpus int64) *corev1.Pod {
+		p := tm.Gang(99, "bench", troupe.Backend{}).Pods[1]
+		p.Labels = map[string]string{}
+		p.Spec.NodeName = node
+		p.Spec.Containers[0].Resources.Limits[scenario.GPU] = *resource.NewQuantity(gpus, resource.DecimalSI)
+		return p
+	}
+	tests := []struct {
+		name string
+		// busy maps GPU node index to the GPUs background pods take there.
+		busy map[int]int64
+		// bound lists, per gang, the GPU node indexes of its workers; nil
+		// leaves the gang waiting.
+		bound                   [][]int
+		wantFree, wantStranded  int64
+		wantWaiting, wantBoundG int64
+	}{
+		{name: "every gang bound: nothing wanted, nothing stranded",
+			bound: [][]int{{0}, {1, 2}}, wantFree: 40, wantStranded: 0, wantWaiting: 0, wantBoundG: 24},
+		{name: "the 2-node gang waits with 7 free nodes: nothing stranded",
+			bound: [][]int{{0}, nil}, wantFree: 56, wantStranded: 0, wantWaiting: 1, wantBoundG: 8},
+		{name: "the 2-node gang waits with one whole node and fragments free: all stranded",
+			busy:  map[int]int64{1: 8, 2: 8, 3: 8, 4: 8, 5: 8, 6: 4},
+			bound: [][]int{{0}, nil}, wantFree: 12, wantStranded: 12, wantWaiting: 1, wantBoundG: 8},
+		{name: "the 1-node gang waits: whole nodes usable, fragments stranded",
+			busy:  map[int]int64{1: 8, 2: 8, 3: 8, 4: 8, 5: 8, 6: 4},
+			bound: [][]int{nil, {0, 7}}, wantFree: 4, wantStranded: 4, wantWaiting: 1, wantBoundG: 16},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var gangPods, all []*corev1.Pod
+			whole := map[string]bool{}
+			for i, workers := range tt.bound {
+				g := tm.Gang(i, "bench", troupe.Backend{})
+				for w, n := range workers {
+					g.Pods[1+w].Spec.NodeName = gpuNode(n)
+				}
+				whole[g.Name] = workers != nil
+				gangPods = append(gangPods, g.Pods...)
+			}
+			all = append(all, gangPods...)
+			for n, gpus := range tt.busy {
+				all = append(all, busy(gpuNode(n), gpus))
+			}
+			got := StrandingOf(nodes, all, gangPods, whole, scenario.RackLabel)
+			if got.FreeGPUs != tt.wantFree || got.StrandedGPUs != tt.wantStranded || int64(got.Waiting) != tt.wantWaiting || got.BoundGPUs != tt.wantBoundG {
+				t.Errorf("got %+v, want free %d, stranded %d, waiting %d, bound %d", got, tt.wantFree, tt.wantStranded, tt.wantWaiting, tt.wantBoundG)
 			}
 		})
 	}

@@ -60,3 +60,91 @@ func RacksOf(nodes []*corev1.Node, pods []*corev1.Pod, label string) Racks {
 	}
 	return r
 }
+
+// Stranding is what is left of a racked cluster at the end of a run (TM):
+// the GPUs free, and those of them no waiting gang can use.
+type Stranding struct {
+	// Waiting counts the gangs not bound whole.
+	Waiting int
+	// FreeGPUs are the GPU nodes' GPUs no bound pod holds; BoundGPUs
+	// those the gangs' bound pods hold.
+	FreeGPUs, BoundGPUs int64
+	// StrandedGPUs are the free GPUs no waiting gang can use: on a node
+	// with fewer free than a waiting gang's GPU pod asks, or in a rack
+	// without enough such nodes for all of its GPU pods (its gang must be
+	// in one rack). With no gang waiting, nothing is stranded.
+	StrandedGPUs int64
+}
+
+// StrandingOf reads the free GPUs from the nodes and every bound pod (the
+// background's too), and which gangs wait from the gangs' pods and whole
+// (the gangs bound whole). A waiting gang's shape is its GPU pods: how
+// many, and the most one asks.
+func StrandingOf(nodes []*corev1.Node, all, gangPods []*corev1.Pod, whole map[string]bool, label string) Stranding {
+	free := map[string]int64{}
+	for _, n := range nodes {
+		if q, ok := n.Status.Allocatable[scenario.GPU]; ok && q.Value() > 0 {
+			free[n.Name] = q.Value()
+		}
+	}
+	for _, p := range all {
+		if _, ok := free[p.Spec.NodeName]; ok {
+			free[p.Spec.NodeName] -= scenario.GPURequest(p)
+		}
+	}
+	type shape struct {
+		pods int
+		gpus int64
+	}
+	shapes := map[string]*shape{}
+	var st Stranding
+	for _, p := range gangPods {
+		if p.Spec.NodeName != "" {
+			st.BoundGPUs += scenario.GPURequest(p)
+		}
+		g := scenario.GangOf(p)
+		if whole[g] || scenario.GPURequest(p) == 0 {
+			continue
+		}
+		if shapes[g] == nil {
+			shapes[g] = &shape{}
+		}
+		shapes[g].pods++
+		shapes[g].gpus = max(shapes[g].gpus, scenario.GPURequest(p))
+	}
+	st.Waiting = len(shapes)
+	byRack := map[string][]string{}
+	for _, n := range nodes {
+		if _, ok := free[n.Name]; ok {
+			st.FreeGPUs += max(free[n.Name], 0)
+			byRack[n.Labels[label]] = append(byRack[n.Labels[label]], n.Name)
+		}
+	}
+	if st.Waiting == 0 {
+		return st
+	}
+	for _, names := range byRack {
+		for _, node := range names {
+			usable := false
+			for _, sh := range shapes {
+				if free[node] < sh.gpus {
+					continue
+				}
+				fit := 0
+				for _, other := range names {
+					if free[other] >= sh.gpus {
+						fit++
+					}
+				}
+				if fit >= sh.pods {
+					usable = true
+					break
+				}
+			}
+			if !usable {
+				st.StrandedGPUs += max(free[node], 0)
+			}
+		}
+	}
+	return st
+}

@@ -89,7 +89,28 @@ func Goals(results []Result) []Verdict {
 		topologyKept(ix),
 		topologyVsVolcano(ix),
 		topologyCost(ix),
+		topologyUnderPressure(ix),
 	}
+}
+
+// topologyUnderPressure judges Troupe against Volcano with HyperNodes on
+// TM, where more gangs come than the racks hold: Troupe keeps the rule
+// (none split), binds at least as many gangs whole, strands no more
+// GPUs, and takes less time per gang bound.
+func topologyUnderPressure(ix index) Verdict {
+	v := Verdict{Goal: "On TM, Troupe keeps the rack rule and, against Volcano with HyperNodes, binds at least as many gangs whole, strands no more GPUs and takes less time per gang bound"}
+	t, ok1 := ix.get("TM", Troupe)
+	vc, ok2 := ix.get("TM", "volcano")
+	if !ok1 || !ok2 || vc.Err != nil {
+		return v
+	}
+	tb, vb := t.Scenario.Gangs-len(t.NeverUp), vc.Scenario.Gangs-len(vc.NeverUp)
+	ts, vs := t.Quality.Stranding.StrandedGPUs, vc.Quality.Stranding.StrandedGPUs
+	v.Known = true
+	v.Met = t.Quality.Racks.Split == 0 && tb >= vb && ts <= vs && perGangBound(t) < perGangBound(vc)
+	v.Detail = fmt.Sprintf("Troupe: %d gangs bound, %d split, %d GPUs stranded, %v per gang; Volcano: %d bound, %d split, %d stranded, %v per gang",
+		tb, t.Quality.Racks.Split, ts, round(perGangBound(t)), vb, vc.Quality.Racks.Split, vs, round(perGangBound(vc)))
+	return v
 }
 
 // topologyKept judges whether Troupe keeps T's required rule: every gang

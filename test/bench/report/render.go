@@ -39,6 +39,7 @@ func Markdown(w io.Writer, meta Meta, results []Result) {
 	qualityTable(w, results)
 	rulesTable(w, ix, results)
 	racksTable(w, ix, results)
+	strandingTable(w, results)
 	cycleTable(w, ix)
 	nodeCostTable(w, ix)
 	writesTable(w, results)
@@ -173,6 +174,35 @@ func racksTable(w io.Writer, ix index, results []Result) {
 			q.Split, q.MeanRacks(), round(r.Throughput.Makespan), round(perGang), round(r.CPUPerPod()), vs)
 	}
 	fmt.Fprintln(w)
+}
+
+// strandingTable shows, for TM, what each placer made of racks under
+// background load with more gangs than fit: the gangs it bound whole, any
+// split across racks, the GPUs bound, and the GPUs left free where no
+// waiting gang fits; time per gang is the makespan over the gangs bound.
+func strandingTable(w io.Writer, results []Result) {
+	rows := where(results, func(r Result) bool { return r.Scenario.Name == "TM" && r.Err == nil })
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### Topology under pressure (TM)\n\n")
+	fmt.Fprintf(w, "| placer | gangs bound whole | split across racks | GPUs bound | GPUs free | of them stranded | makespan | time per gang bound | CPU/pod |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, r := range rows {
+		q, st := r.Quality.Racks, r.Quality.Stranding
+		bound := r.Scenario.Gangs - len(r.NeverUp)
+		fmt.Fprintf(w, "| %s | %d / %d | %d | %d | %d | %d | %v | %v | %v |\n", r.Placer, bound, r.Scenario.Gangs, q.Split,
+			st.BoundGPUs, st.FreeGPUs, st.StrandedGPUs, round(r.Throughput.Makespan), round(perGangBound(r)), round(r.CPUPerPod()))
+	}
+	fmt.Fprintln(w)
+}
+
+// perGangBound is the makespan over the gangs bound whole; 0 with none.
+func perGangBound(r Result) time.Duration {
+	bound := r.Scenario.Gangs - len(r.NeverUp)
+	if bound <= 0 {
+		return 0
+	}
+	return r.Throughput.Makespan / time.Duration(bound)
 }
 
 func qualityTable(w io.Writer, results []Result) {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,6 +73,16 @@ func TestGoals(t *testing.T) {
 	// Volcano keeps the rule in T too, more slowly.
 	volcanoT := result("T", "volcano", 50, 3*time.Second)
 	volcanoT.Quality.Racks = measure.Racks{Gangs: 60, RacksUsed: 60}
+	// TM: gangs left waiting, GPUs stranded.
+	pressed := func(placer string, unbound, split int, stranded int64, makespan time.Duration) Result {
+		r := result("TM", placer, 100, makespan)
+		for i := range unbound {
+			r.NeverUp = append(r.NeverUp, fmt.Sprintf("tm-%04d", i))
+		}
+		r.Quality.Racks = measure.Racks{Gangs: r.Scenario.Gangs - unbound, Split: split}
+		r.Quality.Stranding = measure.Stranding{Waiting: unbound, StrandedGPUs: stranded}
+		return r
+	}
 
 	tests := []struct {
 		name    string
@@ -82,20 +93,22 @@ func TestGoals(t *testing.T) {
 		results: []Result{
 			result("S1", Null, 1000, time.Second), result("S1", Troupe, 900, 2*time.Second), result("S1", "volcano", 90, 20*time.Second),
 			s3, s4(Troupe, "S4", 0.1), s4(Troupe, "S4x4", 0.11), rulesCheap, racked(0, 2800*time.Millisecond), rackless, volcanoT,
+			pressed(Troupe, 30, 0, 16, time.Second), pressed("volcano", 31, 0, 40, 10*time.Second),
 		},
 		want: map[string]string{"Troupe at 0.85": "met", "Troupe ahead": "met", "zero partial": "met", "Troupe's cycle": "met", "Troupe's cost": "met", "Troupe's CPU per pod with placement rules": "met",
-			"Troupe keeps T's required rack rule": "met", "Troupe's CPU per pod with T's rack rule": "met", "Troupe at least as good as Volcano": "met"},
+			"Troupe keeps T's required rack rule": "met", "Troupe's CPU per pod with T's rack rule": "met", "Troupe at least as good as Volcano": "met", "On TM": "met"},
 	}, {
 		name: "every goal missed",
 		results: []Result{
 			result("S1", Null, 1000, time.Second), result("S1", Troupe, 800, 3*time.Second), result("S1", "volcano", 900, 2*time.Second),
 			partial, s4(Troupe, "S4", 0.1), s4(Troupe, "S4x4", 0.4), rulesDear, racked(1, 4*time.Second), rackless, volcanoT,
+			pressed(Troupe, 30, 0, 16, time.Second), pressed("volcano", 29, 0, 40, 10*time.Second),
 			{Scenario: catalog()["S3"], Placer: Troupe, Throughput: measure.Throughput{Pods: 10}, Cycles: []CycleSample{
 				{Backlog: 1200, Cycles: 10, CycleSeconds: 5, DecisionSeconds: 0.5, DecisionCPUSeconds: 0.4}, {Backlog: 100, Cycles: 10, CycleSeconds: 5, DecisionSeconds: 0.5, DecisionCPUSeconds: 0.1},
 			}},
 		},
 		want: map[string]string{"Troupe at 0.85": "not met", "Troupe ahead": "not met", "zero partial": "not met", "Troupe's cycle": "not met", "Troupe's cost": "not met", "Troupe's CPU per pod with placement rules": "not met",
-			"Troupe keeps T's required rack rule": "not met", "Troupe's CPU per pod with T's rack rule": "not met", "Troupe at least as good as Volcano": "not met"},
+			"Troupe keeps T's required rack rule": "not met", "Troupe's CPU per pod with T's rack rule": "not met", "Troupe at least as good as Volcano": "not met", "On TM": "not met"},
 	}, {
 		// Leaving a gang unbound loses whatever the makespan; a failed
 		// peer run counts as neither ahead nor behind.

@@ -31,13 +31,13 @@ func pytorchRoles(workers, gpus int, workerSelector map[string]string) []Role {
 }
 
 // Names are the scenarios in the order they run.
-var Names = []string{"S1", "S2", "S3", "S4", "S4x4", "Q", "S5", "T0", "T"}
+var Names = []string{"S1", "S2", "S3", "S4", "S4x4", "Q", "S5", "T0", "T", "TM"}
 
 // Catalog returns every scenario at scale (1 is the design's reference
 // point: 1000 nodes, 500 gangs of 4 pods, client QPS 1000); hold is how
 // long S3's gangs run.
 func Catalog(scale float64, hold time.Duration) []Scenario {
-	return []Scenario{s1(scale), s2(scale), s3(scale, hold), s4(scale, 1), s4(scale, 4), quality(scale), s5(scale), rackless(scale), racked(scale)}
+	return []Scenario{s1(scale), s2(scale), s3(scale, hold), s4(scale, 1), s4(scale, 4), quality(scale), s5(scale), rackless(scale), racked(scale), mixedRacks(scale)}
 }
 
 // s1, many small gangs: the design's reference workload; everything fits.
@@ -187,4 +187,25 @@ func rackless(scale float64) Scenario {
 		},
 		MustBindAll: true,
 	}
+}
+
+// mixedRacks, topology under pressure: T's racks with background load (in
+// every four racks, 0, 1, 2 and 3 nodes are taken whole by pods outside
+// the gangs) and gangs of a CPU master and 1 to 8 whole-node workers (8
+// to 64 GPUs), in a fixed order of sizes, each required in one rack: two
+// gangs for every rack (at least one of each size), more than the free
+// nodes hold, so gangs wait at
+// the end and what a placer's choices strand shows (GPUs free but in
+// racks where no waiting gang fits). The gangs are created at once, not
+// over time.
+func mixedRacks(scale float64) Scenario {
+	s := racked(scale)
+	s.Name, s.Title = "TM", "topology: gangs of 1 to 8 GPU nodes over background load, each in one rack (required), more than fit"
+	racks := s.Pools[1].Count / s.Pools[1].RackSize
+	s.Sizes = []int{1, 2, 4, 8, 3, 6, 5, 7}
+	// Every size at least once, at the smallest scales too.
+	s.Gangs = max(2*racks, len(s.Sizes))
+	s.BusyPerRack = []int{0, 1, 2, 3}
+	s.MustBindAll = false
+	return s
 }

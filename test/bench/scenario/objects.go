@@ -38,6 +38,46 @@ func (s Scenario) NodeObjects() []*corev1.Node {
 	return nodes
 }
 
+// BackgroundNamespace holds the background pods: not the run's, so that
+// the harness never counts them as gangs.
+const BackgroundNamespace = "bench-background"
+
+// BackgroundPods are the pods of the scenario's background load
+// (BusyPerRack): one per busy node, bound to it, asking for all its GPUs,
+// for no scheduler the harness runs.
+func (s Scenario) BackgroundPods() []*corev1.Pod {
+	if len(s.BusyPerRack) == 0 {
+		return nil
+	}
+	var pods []*corev1.Pod
+	for _, p := range s.Pools {
+		if p.RackSize == 0 {
+			continue
+		}
+		for i := range p.Count {
+			rack, pos := i/p.RackSize, i%p.RackSize
+			if pos >= s.BusyPerRack[rack%len(s.BusyPerRack)] {
+				continue
+			}
+			node := fmt.Sprintf("%s-%d", p.Name, i)
+			gpus := resource.MustParse(strconv.Itoa(p.GPUs))
+			pods = append(pods, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "busy-" + node, Namespace: BackgroundNamespace},
+				Spec: corev1.PodSpec{
+					NodeName:      node,
+					SchedulerName: "bench-background",
+					Tolerations:   []corev1.Toleration{{Key: GPUTaint.Key, Operator: corev1.TolerationOpExists, Effect: GPUTaint.Effect}},
+					Containers: []corev1.Container{{Name: "main", Image: "registry.example/busy:1", Resources: corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+						Limits:   corev1.ResourceList{GPU: gpus},
+					}}},
+				},
+			})
+		}
+	}
+	return pods
+}
+
 func (p NodePool) node(name string) *corev1.Node {
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse(p.CPU),
@@ -103,6 +143,7 @@ func (s Scenario) Gang(i int, ns string, dialect Decorator) Gang {
 	for ri, r := range s.Roles {
 		tmpl := r.template()
 		r.placementRules(tmpl, name)
+		r.Replicas = s.ReplicasOf(ri, i)
 		replicas = append(replicas, integrations.Replica{Role: integrations.RoleOf(string(r.Type)), Replicas: int32(r.Replicas), Template: tmpl})
 		for idx := range r.Replicas {
 			g.Pods = append(g.Pods, s.pod(g, r, tmpl, idx, ri == 0, dialect))

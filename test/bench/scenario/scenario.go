@@ -82,8 +82,16 @@ type Scenario struct {
 	Name  string
 	Title string
 	Pools []NodePool
-	// Gangs is how many identical gangs of Roles there are.
+	// Gangs is how many gangs of Roles there are: identical, unless
+	// Sizes is set.
 	Gangs int
+	// Sizes, if set, makes gangs of several shapes: gang i's last role
+	// has Sizes[i%len(Sizes)] replicas instead of its Replicas.
+	Sizes []int
+	// BusyPerRack is background load: in rack r of a racked pool, the
+	// first BusyPerRack[r%len(BusyPerRack)] nodes are taken whole by pods
+	// outside the gangs (BackgroundPods), bound before the placer starts.
+	BusyPerRack []int
 	// Kind is the job kind the gangs are shaped after (PyTorchJob,
 	// MPIJob): their pods' labels and owner.
 	Kind  string
@@ -148,17 +156,31 @@ func (s Scenario) Nodes() int {
 	return n
 }
 
-// PodsPerGang is the size of one gang.
-func (s Scenario) PodsPerGang() int {
+// ReplicasOf is how many replicas role ri has in gang i.
+func (s Scenario) ReplicasOf(ri, i int) int {
+	if len(s.Sizes) > 0 && ri == len(s.Roles)-1 {
+		return s.Sizes[i%len(s.Sizes)]
+	}
+	return s.Roles[ri].Replicas
+}
+
+// PodsPerGang is the size of gang i.
+func (s Scenario) PodsPerGang(i int) int {
 	n := 0
-	for _, r := range s.Roles {
-		n += r.Replicas
+	for ri := range s.Roles {
+		n += s.ReplicasOf(ri, i)
 	}
 	return n
 }
 
 // Pods is the scenario's pod count.
-func (s Scenario) Pods() int { return s.Gangs * s.PodsPerGang() }
+func (s Scenario) Pods() int {
+	n := 0
+	for i := range s.Gangs {
+		n += s.PodsPerGang(i)
+	}
+	return n
+}
 
 // Describe says in one line what the cluster and the gangs are.
 func (s Scenario) Describe() string {
@@ -171,8 +193,12 @@ func (s Scenario) Describe() string {
 		pools = append(pools, d+")")
 	}
 	var roles []string
-	for _, r := range s.Roles {
-		d := fmt.Sprintf("%d %s (%s CPU", r.Replicas, strings.ToLower(string(r.Type)), r.CPU)
+	for ri, r := range s.Roles {
+		n := fmt.Sprint(r.Replicas)
+		if len(s.Sizes) > 0 && ri == len(s.Roles)-1 {
+			n = strings.Trim(strings.Join(strings.Fields(fmt.Sprint(s.Sizes)), ", "), "[]")
+		}
+		d := fmt.Sprintf("%s %s (%s CPU", n, strings.ToLower(string(r.Type)), r.CPU)
 		if r.GPUs > 0 {
 			d += fmt.Sprintf(", %d GPU", r.GPUs)
 		}
@@ -188,6 +214,9 @@ func (s Scenario) Describe() string {
 	d := fmt.Sprintf("%d nodes: %s; %d gangs of %s; %d pods", s.Nodes(), strings.Join(pools, " + "), s.Gangs, strings.Join(roles, " + "), s.Pods())
 	if s.Hold > 0 {
 		d += fmt.Sprintf("; each gang deleted %v after it is bound", s.Hold)
+	}
+	if n := len(s.BackgroundPods()); n > 0 {
+		d += fmt.Sprintf("; %d GPU nodes taken whole by background pods", n)
 	}
 	return d
 }

@@ -95,7 +95,7 @@ func gpuCapacity(s scenario.Scenario, r scenario.Role) int {
 	return total
 }
 
-// What "fits", "three times what fits" and "exactly fits" claim, checked
+// What "fits", "three times what fits", "exactly fits" and "more than fit" claim, checked
 // at both the reference point and the smoke test's scale.
 func TestCatalogFits(t *testing.T) {
 	for _, scale := range []float64{1, 0.02} {
@@ -110,6 +110,14 @@ func TestCatalogFits(t *testing.T) {
 				fit := slots / workers.Replicas
 				if s.Gangs != 3*fit {
 					t.Errorf("scale %v: S3 has %d gangs, %d fit at once: want three times", scale, s.Gangs, fit)
+				}
+			case "TM":
+				need = 0
+				for i := range s.Gangs {
+					need += s.ReplicasOf(len(s.Roles)-1, i)
+				}
+				if free := slots - len(s.BackgroundPods()); need <= free {
+					t.Errorf("scale %v: TM needs %d worker slots, %d are free of background load: want more than fit", scale, need, free)
 				}
 			case "Q":
 				if need != slots {
