@@ -141,6 +141,11 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (replicaPa
 						return pass, err
 					}
 					continue
+				case isTerminating(pod):
+					// Replaced already: counted when its deletion was
+					// decided; a bound pod stays Terminating until its
+					// kubelet confirms.
+					continue
 				}
 				// A failed member above the elastic minimum is recreated
 				// whatever its restart policy says: the gang policy

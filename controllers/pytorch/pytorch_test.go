@@ -424,8 +424,27 @@ var _ = Describe("PyTorchJob", func() {
 		It("replaces members above the minimum alone, and restarts the gang once it falls below", func() {
 			first := runningElastic()
 
-			// Worker 3 fails: 3 of 4 kept, minimum 2.
-			Expect(testutil.FailPod(ctx, suite.Client, &first[3], 137)).To(Succeed())
+			// Worker 3 fails: 3 of 4 kept, minimum 2. A finalizer keeps it
+			// Terminating once deleted, as a kubelet that has not confirmed
+			// would: it is counted once, not again on every pass.
+			held := first[3].DeepCopy()
+			held.Finalizers = append(held.Finalizers, "test.troupe.dev/hold")
+			Expect(suite.Client.Update(ctx, held)).To(Succeed())
+			Expect(testutil.FailPod(ctx, suite.Client, held, 137)).To(Succeed())
+			Eventually(func(g Gomega) {
+				p := &corev1.Pod{}
+				g.Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(held), p)).To(Succeed())
+				g.Expect(p.DeletionTimestamp).NotTo(BeNil())
+			}).Should(Succeed())
+			Consistently(func(g Gomega) {
+				g.Expect(getJob(g, name).Status.RecreatedPods).To(Equal(int32(1)))
+			}, 2*time.Second).Should(Succeed())
+			Eventually(func(g Gomega) {
+				p := &corev1.Pod{}
+				g.Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(held), p)).To(Succeed())
+				p.Finalizers = nil
+				g.Expect(suite.Client.Update(ctx, p)).To(Succeed())
+			}).Should(Succeed())
 			job := replaced(first[3])
 			Expect(job.Status.Gang.Generation).To(BeZero(), "no gang restart above the minimum")
 			Expect(job.Status.Gang.Restarts).To(BeZero())

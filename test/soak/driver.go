@@ -253,6 +253,9 @@ func (d *driver) create(ctx context.Context) error {
 	if spec.gang {
 		policy = "Gang"
 	}
+	if spec.elastic {
+		policy += ", elastic"
+	}
 	d.r.tally.mu.Lock()
 	d.r.tally.kinds[spec.kind+"/"+policy]++
 	d.r.tally.mu.Unlock()

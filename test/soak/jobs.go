@@ -19,8 +19,9 @@ import (
 type jobSpec struct {
 	kind string
 	obj  client.Object
-	// gang: gangPolicy.restartPolicy Gang.
-	gang bool
+	// gang: gangPolicy.restartPolicy Gang; elastic: a PyTorchJob with an
+	// elasticPolicy below its workers.
+	gang, elastic bool
 	// pods is how many pods the job has.
 	pods int
 }
@@ -66,7 +67,8 @@ func gpuReplica(rng *rand.Rand, n int32, gpus int, container string, policy kube
 }
 
 // randomJob returns the n-th job: a TFJob (CPU chief, GPU workers), a
-// PyTorchJob (CPU or GPU master, GPU workers) or an MPIJob (CPU launcher,
+// PyTorchJob (CPU or GPU master, GPU workers; sometimes elastic) or an
+// MPIJob (CPU launcher,
 // GPU workers), restarted as a whole gang or pod by pod, sometimes with a
 // per-role minimum, a priority, a TTL. Its shape is drawn so that a few
 // such jobs fill the GPU nodes, and none needs more than a node per pod.
@@ -141,6 +143,12 @@ func randomJob(rng *rand.Rand, n int) jobSpec {
 	if workers >= 2 && rng.Float64() < 0.3 {
 		gp.MinMembers = map[kubeflowv1.ReplicaType]int32{workerType: workers - 1}
 	}
+	// An elastic PyTorchJob of 2 to 4 workers, down to 1 or 2 of them: an
+	// elastic gang, whose members above the minimum are replaced alone.
+	var elastic *kubeflowv1.ElasticPolicy
+	if kind == kubeflowv1.PyTorchJobKind && workers >= 2 && rng.Float64() < 0.3 {
+		elastic = &kubeflowv1.ElasticPolicy{MinReplicas: ptr.To(int32(between(rng, 1, int(workers)-1))), MaxReplicas: ptr.To(workers)}
+	}
 	if priority != "" {
 		for _, s := range specs {
 			s.Template.Spec.PriorityClassName = priority
@@ -169,6 +177,7 @@ func randomJob(rng *rand.Rand, n int) jobSpec {
 		}
 		j := b.Obj()
 		j.Spec.RunPolicy = rp
+		j.Spec.ElasticPolicy = elastic
 		obj = j
 	default:
 		b := testutil.MakeMPIJob(name, namespace).SlotsPerWorker(int32(gpus))
@@ -179,5 +188,5 @@ func randomJob(rng *rand.Rand, n int) jobSpec {
 		j.Spec.RunPolicy = rp
 		obj = j
 	}
-	return jobSpec{kind: kind, obj: obj, gang: gang, pods: int(workers) + 1}
+	return jobSpec{kind: kind, obj: obj, gang: gang, elastic: elastic != nil, pods: int(workers) + 1}
 }

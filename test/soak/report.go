@@ -162,8 +162,8 @@ func (r *report) markdown(w io.Writer) {
 	s := r.Stats
 	fmt.Fprintf(w, "Partial gangs: %d times a gang was partial; the longest %s, %s of it with a scheduler leading (%s; limit %s).\n\n",
 		s.PartialEpisodes, s.LongestPartial.Round(100*time.Millisecond), s.LongestPartialLed.Round(100*time.Millisecond), orDash(s.LongestPartialGang), o.PartialGrace+o.PartialMargin)
-	fmt.Fprintf(w, "Gang restarts: %d gang-restarted jobs (deleted ones as last seen) stored %d restarts and %d disruptions; checked against the breaks of their members: %d retryable failures, %d permanent failures, %d disruptions. %d more members failed after their gang's restart was decided (or the job's verdict) and rightly did not count.\n\n",
-		s.GangJobs, s.GangRestarts, s.GangDisruptions, s.RetryableFailures, s.PermanentFailures, s.Disruptions, s.FailuresAfterDecision)
+	fmt.Fprintf(w, "Gang restarts: %d gang-restarted jobs (deleted ones as last seen) stored %d restarts and %d disruptions; checked against the breaks of their members: %d retryable failures, %d permanent failures, %d disruptions. %d more members failed after their gang's restart was decided (or the job's verdict) and rightly did not count; %d members of elastic jobs were replaced alone, owing no restart.\n\n",
+		s.GangJobs, s.GangRestarts, s.GangDisruptions, s.RetryableFailures, s.PermanentFailures, s.Disruptions, s.FailuresAfterDecision, s.ElasticReplacements)
 	if len(s.BreakCauses) > 0 {
 		fmt.Fprintf(w, "What those breaks were: %s.\n\n", joinCounts(s.BreakCauses))
 	}

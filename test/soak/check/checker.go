@@ -74,6 +74,9 @@ type Stats struct {
 	// down, which do not count (see restartCounts). (The teardown's own
 	// deletions are not counted here.)
 	FailuresAfterDecision int
+	// ElasticReplacements counts the breaks of elastic jobs' members
+	// that were replaced alone, owing no gang restart.
+	ElasticReplacements int
 	// BreakCauses counts the breaks that counted by what happened.
 	BreakCauses map[string]int
 }
@@ -130,6 +133,9 @@ type memberBreak struct {
 	// nodeGone: its node was deleted.
 	nodeGone bool
 	what     string
+	// replaced: a new pod of the same member and generation came after
+	// it: the member was replaced alone, not by a gang restart.
+	replaced bool
 }
 
 // cause names what happened, for the report's tally.
@@ -347,6 +353,9 @@ func (c *Checker) pod(t time.Time, p Pod, gone bool) {
 		prev = &old
 	}
 	c.checkBinding(t, rec, p)
+	if prev == nil && !gone {
+		c.noteReplacement(p)
+	}
 	c.noteBreak(rec, prev, p, gone)
 	rec.cur = p
 	if gone {
@@ -425,6 +434,20 @@ func (c *Checker) noteBreak(rec *podRecord, prev *Pod, p Pod, gone bool) {
 	rec.broke = true
 	j := c.job(p.JobUID)
 	j.breaks = append(j.breaks, b)
+}
+
+// noteReplacement marks the breaks of a new pod's member in its own
+// generation as replaced: the member came back without a gang restart.
+func (c *Checker) noteReplacement(p Pod) {
+	if p.JobUID == "" {
+		return
+	}
+	j := c.job(p.JobUID)
+	for i := range j.breaks {
+		if b := &j.breaks[i]; b.pod == p.Name && b.gen == p.Generation && b.rv < p.RV {
+			b.replaced = true
+		}
+	}
 }
 
 // checkGenerations: no pod of generation n+1 exists while one of

@@ -96,6 +96,24 @@ var twoRunning = []step{
 
 func seq(parts ...[]step) []step { return slices.Concat(parts...) }
 
+// elasticRunning is twoRunning for a job that is elastic or not.
+func elasticRunning(elastic bool) []step {
+	j := gangJob(1, 0, 0, 0)
+	j.Elastic = elastic
+	steps := slices.Clone(twoRunning)
+	steps[2] = at(0, job(j))
+	return steps
+}
+
+// replacedAlone: worker 1 fails, goes, and comes back as a new pod of
+// the same generation; the gang is not restarted.
+var replacedAlone = []step{
+	at(1, pod(member("w1", "1", 0, 10).on("n2").failed(137, 10))),
+	at(1, podGone(member("w1", "1", 0, 11).on("n2").failed(137, 11))),
+	at(2, pod(func() Pod { p := member("w1", "1", 0, 12); p.UID = "w1-again"; return p }())),
+	at(3, final),
+}
+
 func TestCheckers(t *testing.T) {
 	cfg := Config{PartialGrace: 10 * time.Second, PartialMargin: 5 * time.Second}
 	cases := []struct {
@@ -293,6 +311,15 @@ func TestCheckers(t *testing.T) {
 			steps: seq(twoRunning, []step{at(1, pod(member("w0", "0", 0, 10).on("n1").failed(137, 10))),
 				at(3, final)}),
 			want: []string{UnhandledBreak},
+		},
+		{
+			name:  "an elastic member replaced alone owes no restart",
+			steps: seq(elasticRunning(true), replacedAlone),
+		},
+		{
+			name:  "a member of a job that is not elastic replaced alone still owes a restart",
+			steps: seq(elasticRunning(false), replacedAlone),
+			want:  []string{UnhandledBreak},
 		},
 		{
 			name: "a break in the last generation that failed the job",

@@ -74,6 +74,10 @@ func FromJob(kind string, job TrainingJob) Job {
 	rp := job.GetRunPolicy()
 	j.GangRestart = rp.GangPolicy != nil && rp.GangPolicy.RestartPolicy == kubeflowv1.GangRestartPolicyGang
 	j.TTL = rp.TTLSecondsAfterFinished != nil
+	if pt, ok := job.(*kubeflowv1.PyTorchJob); ok && pt.Spec.ElasticPolicy != nil && pt.Spec.ElasticPolicy.MinReplicas != nil {
+		w := pt.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeWorker]
+		j.Elastic = w != nil && w.Replicas != nil && *pt.Spec.ElasticPolicy.MinReplicas < *w.Replicas
+	}
 	for rtype, spec := range job.ReplicaSpecs() {
 		if spec != nil {
 			j.RestartPolicy[strings.ToLower(string(rtype))] = string(spec.RestartPolicy)

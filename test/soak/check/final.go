@@ -107,6 +107,12 @@ func (c *Checker) restartCounts(t time.Time, uid string, j *jobRecord) {
 		if j.gone && b.gen == final {
 			continue
 		}
+		if b.replaced && j.cur.Elastic {
+			// An elastic member replaced alone: no restart is owed. A
+			// member of any other gang job replaced alone still owes one.
+			c.stats.ElasticReplacements++
+			continue
+		}
 		k := b.kind(j.cur.RestartPolicy)
 		if c.stats.BreakCauses == nil {
 			c.stats.BreakCauses = map[string]int{}

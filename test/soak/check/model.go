@@ -79,6 +79,10 @@ type Job struct {
 	RV  uint64
 	// GangRestart: spec.runPolicy.gangPolicy.restartPolicy is Gang.
 	GangRestart bool
+	// Elastic: a PyTorchJob whose elasticPolicy lets it run with fewer
+	// workers than it has; the operator replaces a member above the
+	// minimum alone, without a gang restart.
+	Elastic bool
 	// RestartPolicy is each replica type's restartPolicy, by the
 	// lower-case replica type (as pods are labelled).
 	RestartPolicy map[string]string
