@@ -25,14 +25,7 @@ import (
 var _ = Describe("Elastic PyTorchJobs as elastic gangs through the operator and troupe-scheduler", Ordered, ContinueOnFailure, func() {
 	ctx := context.Background()
 
-	BeforeAll(func() {
-		op, err := testutil.StartOperatorWithFlags(suite.Env.Config, []string{"--gang-scheduler-name=troupe"})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(op.Stop)
-	})
-
-	var f *fixture
-	BeforeEach(func() { f = newFixture(ctx, "elastic") })
+	f := fixtures("elastic")
 
 	// elastic makes the job a 2-to-4-worker elastic job of 4 workers.
 	elastic := func(j *kubeflowv1.PyTorchJob) {

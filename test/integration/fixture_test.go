@@ -58,6 +58,21 @@ func newFixture(ctx context.Context, prefix string) *fixture {
 	return f
 }
 
+// fixtures gives every spec of its container a fixture of its own
+// (namespace prefix), with the operator on the troupe backend running
+// for the container.
+func fixtures(prefix string) *fixture {
+	ctx := context.Background()
+	BeforeAll(func() {
+		op, err := testutil.StartOperatorWithFlags(suite.Env.Config, []string{"--gang-scheduler-name=troupe"})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(op.Stop)
+	})
+	f := &fixture{}
+	BeforeEach(func() { *f = *newFixture(ctx, prefix) })
+	return f
+}
+
 // node creates a Ready node of this spec's pool ("cpu" or "gpu") with
 // more labels, if any; the spec's end deletes it.
 func (f *fixture) node(name, kind string, gpus int, labels ...string) *corev1.Node {

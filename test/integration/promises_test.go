@@ -33,14 +33,7 @@ var _ = Describe("The scheduler's promises: PyTorchJobs through the operator and
 	const grace = "--partial-gang-grace-period=2s"
 	ctx := context.Background()
 
-	BeforeAll(func() {
-		op, err := testutil.StartOperatorWithFlags(suite.Env.Config, []string{"--gang-scheduler-name=troupe"})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(op.Stop)
-	})
-
-	var f *fixture
-	BeforeEach(func() { f = newFixture(ctx, "partial") })
+	f := fixtures("partial")
 
 	// startScheduler runs a troupe-scheduler with the short grace until
 	// the spec ends.
