@@ -5,9 +5,12 @@
 // then emits a second "v1" version from upstream's types, and because both
 // versions share a name it marks either of them as the storage version,
 // depending on map order. Troupe's schema is recognised by what only it
-// has: the status field recreatedPods. Its schema is kept; the printer
-// columns and subresources, which controller-gen attaches by version name to
-// the entry it marks as storage, are taken from that entry and deduplicated.
+// has: the status field recreatedPods. Its schema is kept; the
+// subresources, which controller-gen attaches by version name to the entry
+// it marks as storage, are taken from that entry. The printer columns are
+// set here (columns), not by markers on the types: controller-gen attaches
+// upstream's columns and Troupe's to that one entry in map order, so which
+// "State" column won changed from run to run.
 package main
 
 import (
@@ -20,6 +23,15 @@ import (
 
 // troupeStatusField exists only in Troupe's JobStatus.
 const troupeStatusField = "recreatedPods"
+
+// columns are every job kind's printer columns: the job's state as the
+// operator writes it (status.state: never a False condition's type), its
+// whole-gang restarts and its age.
+var columns = []apiextensionsv1.CustomResourceColumnDefinition{
+	{Name: "State", Type: "string", JSONPath: ".status.state"},
+	{Name: "Restarts", Type: "integer", JSONPath: ".status.gang.restarts", Description: "Whole-gang restarts (gangPolicy.restartPolicy Gang)"},
+	{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+}
 
 func main() {
 	if len(os.Args) < 2 {
@@ -59,7 +71,7 @@ func trim(path string) error {
 	v := storage[0]
 	v.Schema = troupes[0].Schema
 	v.Served = true
-	v.AdditionalPrinterColumns = uniqueColumns(v.AdditionalPrinterColumns)
+	v.AdditionalPrinterColumns = columns
 	crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{v}
 	out, err := yaml.Marshal(&crd)
 	if err != nil {
@@ -78,16 +90,4 @@ func isTroupes(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
 	}
 	_, ok = status.Properties[troupeStatusField]
 	return ok
-}
-
-func uniqueColumns(cols []apiextensionsv1.CustomResourceColumnDefinition) []apiextensionsv1.CustomResourceColumnDefinition {
-	seen := map[string]bool{}
-	var out []apiextensionsv1.CustomResourceColumnDefinition
-	for _, c := range cols {
-		if !seen[c.Name] {
-			seen[c.Name] = true
-			out = append(out, c)
-		}
-	}
-	return out
 }

@@ -26,9 +26,7 @@ const (
 // +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced
-// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
-// +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.gang.restarts`,description="Whole-gang restarts (gangPolicy.restartPolicy Gang)"
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// (Printer columns: hack/crdtrim sets them, the same for every job kind.)
 type TFJob struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
