@@ -1,5 +1,5 @@
 // Package differential is the differential suite: it gives the same pod,
-// on the same cluster, to upstream kube-scheduler v1.36.3 (built from Go
+// on the same cluster, to upstream kube-scheduler v1.37.2 (built from Go
 // modules by hack/controlplane.sh) and to troupe-scheduler, and requires
 //
 //   - the same feasibility decision: kube-scheduler places the pod if and
