@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	"github.com/troupe-ml/troupe/integrations"
@@ -84,25 +83,18 @@ func (r *Reconciler) findGangBreaks(ctx context.Context, s *scope, podsByName ma
 	for _, n := range kept {
 		out.kept += n
 	}
-	out.absorbed = len(breaks) > 0 && r.elasticAbsorbs(s.job, gang, kept, breaks)
+	out.absorbed = len(breaks) > 0 && out.kept >= gang.MinMember && r.elasticAbsorbs(s.job, gang, kept, breaks)
 	return out, nil
 }
 
-// elasticAbsorbs reports whether the gang keeps its minimums without the
-// broken members: every one an expendable member of a role that is
-// elastic in this job, each such role still holding its minTaskMember,
-// and the gang its minMember, counting the members bound to a node,
+// elasticAbsorbs reports whether the gang, which keeps its minMember,
+// keeps its other minimums without the broken members: every one an
+// expendable member of a role that is elastic in this job, each such role
+// still holding its minTaskMember, counting the members bound to a node,
 // running or done.
 func (r *Reconciler) elasticAbsorbs(job Job, gang integrations.GangSpec, kept map[kubeflowv1.ReplicaType]int32, breaks []memberBreak) bool {
 	e, ok := r.fw.(ElasticFramework)
 	if !ok {
-		return false
-	}
-	var total int32
-	for _, n := range kept {
-		total += n
-	}
-	if total < gang.MinMember {
 		return false
 	}
 	for _, b := range breaks {
@@ -128,12 +120,7 @@ func (r *Reconciler) replaceElasticMember(ctx context.Context, s *scope, b *gang
 		return nil
 	}
 	r.elasticEvent(s, b, pod, t)
-	r.expect.expectDelete(s.key, pod.UID, s.now.Time)
-	if err := r.client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
-		r.expect.deleteFailed(s.key, pod.UID)
-		return fmt.Errorf("delete pod %s on a lost node: %w", pod.Name, err)
-	}
-	return nil
+	return r.forceDeletePod(ctx, s, pod, "its node "+pod.Spec.NodeName+" is lost, and the elastic gang replaces it alone")
 }
 
 // elasticEvent says that a member above the minimum is replaced alone,

@@ -212,23 +212,23 @@ func (r *Reconciler) tearDown(ctx context.Context, s *scope, stale []*corev1.Pod
 			s.requeueAt(due)
 			continue
 		}
-		if err := r.forceDeletePod(ctx, s, p); err != nil {
+		if err := r.forceDeletePod(ctx, s, p, fmt.Sprintf("it stayed Terminating on lost node %s past its grace period", p.Spec.NodeName)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// forceDeletePod removes a pod without waiting for its kubelet.
-func (r *Reconciler) forceDeletePod(ctx context.Context, s *scope, pod *corev1.Pod) error {
+// forceDeletePod removes a pod without waiting for its kubelet, saying why
+// in a Warning event.
+func (r *Reconciler) forceDeletePod(ctx context.Context, s *scope, pod *corev1.Pod, why string) error {
 	r.expect.expectDelete(s.key, pod.UID, s.now.Time)
 	err := r.client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		r.expect.deleteFailed(s.key, pod.UID)
 		return fmt.Errorf("force-delete pod %s: %w", pod.Name, err)
 	}
-	r.event(s.job, corev1.EventTypeWarning, "ForceDeletedPod", fmt.Sprintf(
-		"Force-deleted pod %s: it stayed Terminating on lost node %s past its grace period.", pod.Name, pod.Spec.NodeName))
+	r.event(s.job, corev1.EventTypeWarning, "ForceDeletedPod", fmt.Sprintf("Force-deleted pod %s: %s.", pod.Name, why))
 	return nil
 }
 

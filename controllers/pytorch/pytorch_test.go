@@ -470,6 +470,26 @@ var _ = Describe("PyTorchJob", func() {
 				HaveField("Member", "pytorch-elastic-worker-1")))
 		})
 
+		It("force-deletes a worker above the minimum whose node is gone, and replaces it alone", func() {
+			node := testutil.MakeNode("gone-"+ns).Capacity("8", "32Gi").Obj()
+			Expect(testutil.CreateReadyNode(ctx, suite.Client, node)).To(Succeed())
+			first := runningElastic()
+			Expect(testutil.BindPod(ctx, suite.Client, &first[3], node.Name)).To(Succeed())
+			Expect(suite.Client.Delete(ctx, node)).To(Succeed())
+
+			job := replaced(first[3])
+			Expect(job.Status.Gang.Generation).To(BeZero(), "no gang restart above the minimum")
+			Expect(job.Status.Gang.Disruptions).To(BeZero())
+			Eventually(elasticEvents).Should(ContainElement(ContainSubstring("pod pytorch-elastic-worker-3 is replaced alone")))
+			Eventually(func(g Gomega) {
+				var events corev1.EventList
+				g.Expect(suite.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+				g.Expect(events.Items).To(ContainElement(And(
+					HaveField("Reason", "ForceDeletedPod"),
+					HaveField("Message", ContainSubstring("its node gone-"+ns+" is lost")))))
+			}).Should(Succeed())
+		})
+
 		It("restarts the gang when worker 0, the rendezvous host, fails, even with the minimum kept", func() {
 			first := runningElastic()
 			Expect(testutil.FailPod(ctx, suite.Client, &first[0], 137)).To(Succeed())

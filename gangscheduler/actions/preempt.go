@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -14,7 +13,8 @@ import (
 )
 
 // Preempt evicts members above their gang's minimum, then whole gangs, of
-// lower priority so that a starving gang of higher priority can be placed. It only decides evictions
+// lower priority so that a starving gang of higher priority can be placed.
+// It only decides evictions
 // (framework.Session.Evictions); it places nothing. The scheduler deletes
 // the evicted pods, and once they are gone a later cycle admits and
 // allocates the preemptor as it would any gang. Volcano's pipelining (binding
@@ -47,7 +47,8 @@ import (
 // Running task of it). Surpluses are taken first, member by member,
 // every one before any whole gang, so an elastic gang's extras are the
 // first members preempted; a surplus is its roles' highest replica
-// indexes, so that the members a job's ranks start from stay. Within each kind, victims
+// indexes, so that the members a job's ranks start from stay. Within each
+// kind, victims
 // are taken lowest priority first, then youngest first, then by
 // namespace/name, so the choice is deterministic.
 //
@@ -417,7 +418,7 @@ func surplus(job *api.JobInfo) []*api.TaskInfo {
 	ready := job.ReadyCountByRole()
 	candidates := holding(job)
 	slices.SortStableFunc(candidates, func(l, r *api.TaskInfo) int {
-		return cmp.Or(cmp.Compare(l.Role, r.Role), -cmp.Compare(replicaIndex(l), replicaIndex(r)), -cmp.Compare(l.Name, r.Name))
+		return cmp.Or(cmp.Compare(l.Role, r.Role), -cmp.Compare(topology.ReplicaIndex(l), topology.ReplicaIndex(r)), -cmp.Compare(l.Name, r.Name))
 	})
 	var out []*api.TaskInfo
 	for _, t := range candidates {
@@ -432,16 +433,6 @@ func surplus(job *api.JobInfo) []*api.TaskInfo {
 		spare--
 	}
 	return out
-}
-
-// replicaIndex is a member's replica index from the operator's label; -1
-// without one.
-func replicaIndex(t *api.TaskInfo) int {
-	n, err := strconv.Atoi(t.Pod.Labels[topology.ReplicaIndexLabel])
-	if err != nil {
-		return -1
-	}
-	return n
 }
 
 // holdsNodes: some task is Bound or Running, each such task is on a node of

@@ -166,6 +166,16 @@ func anyRequired(p *api.TopologyPolicy) bool {
 // errQueue says a member's queue has no share or capability left.
 var errQueue = errors.New("the queue has no share or capability left for the gang")
 
+// ReplicaIndex is a member's replica index from the operator's label; -1
+// without one.
+func ReplicaIndex(t *api.TaskInfo) int {
+	n, err := strconv.Atoi(t.Pod.Labels[ReplicaIndexLabel])
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
 // RankOrder sorts members in rank order: by their role's place in the
 // policy's roles (by role name when it lists none), then replica index,
 // then name.
@@ -177,16 +187,9 @@ func RankOrder(pol *api.TopologyPolicy, members []*api.TaskInfo) []*api.TaskInfo
 		}
 		return len(pol.Roles)
 	}
-	index := func(t *api.TaskInfo) int {
-		n, err := strconv.Atoi(t.Pod.Labels[ReplicaIndexLabel])
-		if err != nil {
-			return -1
-		}
-		return n
-	}
 	slices.SortStableFunc(out, func(a, b *api.TaskInfo) int {
 		return cmp.Or(cmp.Compare(rolePos(a), rolePos(b)), cmp.Compare(a.Role, b.Role),
-			cmp.Compare(index(a), index(b)), cmp.Compare(a.Name, b.Name))
+			cmp.Compare(ReplicaIndex(a), ReplicaIndex(b)), cmp.Compare(a.Name, b.Name))
 	})
 	return out
 }
