@@ -11,12 +11,12 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 )
 
 // LeaseFence is the leader-election lock of a replica, noting when it
@@ -149,4 +149,4 @@ func (e lockEvents) GetEventRecorderFor(name string) record.EventRecorder {
 
 // GetEventRecorder is not used by the lock, which records with the old
 // events API.
-func (e lockEvents) GetEventRecorder(string) events.EventRecorder { return nil }
+func (e lockEvents) GetEventRecorder(string) recorder.EventRecorder { return nil }
