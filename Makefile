@@ -116,7 +116,7 @@ BENCH = go build -o bin/ ./cmd/bench ./cmd/scheduler && \
 		--volcano-scheduler="$${peers[0]}" --coscheduling-scheduler="$${peers[1]}"
 
 .PHONY: bench
-bench: ## The benchmark harness (test/bench): a null binder, troupe-scheduler, Volcano and Coscheduling, scenario by scenario; writes docs/benchmarks.md (~12 min).
+bench: ## The benchmark harness (test/bench): a null binder, troupe-scheduler, Volcano, Coscheduling and kube-scheduler's own gang scheduling, scenario by scenario; writes docs/benchmarks.md (~12 min).
 	$(BENCH) --out=docs/benchmarks.md --command="make bench$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" $(BENCH_FLAGS)
 
 # The smoke leaves out volcano-200ms (Volcano at another period) and S4x4
@@ -124,7 +124,7 @@ bench: ## The benchmark harness (test/bench): a null binder, troupe-scheduler, V
 .PHONY: bench-smoke
 bench-smoke: ## The harness at a tiny scale, each kind of placer: fails on a gang bound partially or not at all; checks correctness, not speed.
 	$(BENCH) --scale=0.02 --hold=1s --settle=6s --trailing=0s --run-timeout=2m --check --command="make bench-smoke" \
-		--placers=null,troupe,volcano,coscheduling --scenarios=S1,S2,S3,S4,Q,S5,T0,T,TM $(BENCH_FLAGS) >/dev/null
+		--placers=null,troupe,volcano,coscheduling,kube-native --scenarios=S1,S2,S3,S4,Q,S5,T0,T,TM $(BENCH_FLAGS) >/dev/null
 
 ##@ Soak
 

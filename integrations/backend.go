@@ -39,6 +39,22 @@ type Backend interface {
 	DecoratePod(pod *corev1.Pod, group, role string)
 }
 
+// Companions is a Backend that keeps objects of more kinds than its
+// PodGroup per job (kube-scheduler's Workload), all owned by the job, so
+// that the operator watches them too and a deleted one is made again.
+type Companions interface {
+	CompanionTypes() []client.Object
+}
+
+// OwnedTypes are every kind of object b keeps per job: its PodGroup first.
+func OwnedTypes(b Backend) []client.Object {
+	types := []client.Object{b.PodGroupType()}
+	if c, ok := b.(Companions); ok {
+		types = append(types, c.CompanionTypes()...)
+	}
+	return types
+}
+
 // GangState is what the backend says of a job's PodGroup.
 type GangState struct {
 	// Admitted is true once the backend has admitted the gang (Volcano's

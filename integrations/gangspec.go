@@ -222,3 +222,36 @@ func sumValues(m map[string]int32) int32 {
 // RoleOf is the task-spec value of a replica type: lower case, as the
 // replica-type label.
 func RoleOf(replicaType string) string { return strings.ToLower(replicaType) }
+
+// RoleMinimumsKeeper is a Backend whose PodGroup keeps a minimum per role
+// (minTaskMember). A backend that is not one keeps only MinMember, over
+// all of the gang's pods together.
+type RoleMinimumsKeeper interface {
+	KeepsRoleMinimums()
+}
+
+// UnkeptRoleMinimum is a role's minimum that a backend without per-role
+// minimums cannot keep: its one pooled minimum guarantees the role only
+// Guaranteed members (MinMember less every other role's pods).
+type UnkeptRoleMinimum struct {
+	Role       string
+	Minimum    int32
+	Guaranteed int32
+}
+
+// UnkeptRoleMinimums lists, in roles' order, the minimums of spec among
+// roles that backend cannot keep. replicas holds every role's pods.
+func UnkeptRoleMinimums(backend Backend, spec GangSpec, replicas map[string]int32, roles []string) []UnkeptRoleMinimum {
+	if _, keeps := backend.(RoleMinimumsKeeper); keeps || backend == nil {
+		return nil
+	}
+	total := sumValues(replicas)
+	var unkept []UnkeptRoleMinimum
+	for _, role := range roles {
+		guaranteed := max(0, spec.MinMember-(total-replicas[role]))
+		if spec.MinTaskMember[role] > guaranteed {
+			unkept = append(unkept, UnkeptRoleMinimum{Role: role, Minimum: spec.MinTaskMember[role], Guaranteed: guaranteed})
+		}
+	}
+	return unkept
+}

@@ -244,3 +244,67 @@ func TestComputeGangSpecTopology(t *testing.T) {
 		})
 	}
 }
+
+// pooled is a backend with one minimum for the whole gang.
+type pooled struct{ Backend }
+
+// perRole is a backend with a minimum per role.
+type perRole struct{ Backend }
+
+func (perRole) KeepsRoleMinimums() {}
+
+func TestUnkeptRoleMinimums(t *testing.T) {
+	replicas := map[string]int32{"master": 1, "worker": 4}
+	cases := []struct {
+		name    string
+		backend Backend
+		spec    GangSpec
+		roles   []string
+		want    []UnkeptRoleMinimum
+	}{
+		{
+			name:    "the whole gang implies every role's",
+			backend: pooled{},
+			spec:    GangSpec{MinMember: 5, MinTaskMember: map[string]int32{"master": 1, "worker": 4}},
+			roles:   []string{"master", "worker"},
+		},
+		{
+			name:    "3 of 5 leave the master out",
+			backend: pooled{},
+			spec:    GangSpec{MinMember: 3, MinTaskMember: map[string]int32{"master": 1, "worker": 2}},
+			roles:   []string{"master", "worker"},
+			want:    []UnkeptRoleMinimum{{Role: "master", Minimum: 1, Guaranteed: 0}},
+		},
+		{
+			name:    "4 of 5 keep 3 workers",
+			backend: pooled{},
+			spec:    GangSpec{MinMember: 4, MinTaskMember: map[string]int32{"master": 1, "worker": 3}},
+			roles:   []string{"worker"},
+		},
+		{
+			name:    "only the roles asked for are judged",
+			backend: pooled{},
+			spec:    GangSpec{MinMember: 3, MinTaskMember: map[string]int32{"master": 1, "worker": 2}},
+			roles:   []string{"worker"},
+		},
+		{
+			name:    "a backend with per-role minimums keeps them all",
+			backend: perRole{},
+			spec:    GangSpec{MinMember: 3, MinTaskMember: map[string]int32{"master": 1, "worker": 2}},
+			roles:   []string{"master", "worker"},
+		},
+		{
+			name:  "no backend, no gang",
+			spec:  GangSpec{MinMember: 3, MinTaskMember: map[string]int32{"master": 1, "worker": 2}},
+			roles: []string{"master"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := UnkeptRoleMinimums(tc.backend, tc.spec, replicas, tc.roles)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

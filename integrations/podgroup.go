@@ -20,21 +20,35 @@ import (
 // a change to undo. A PodGroup of the job's name that another object
 // controls is never adopted.
 func SyncPodGroup(ctx context.Context, c client.Client, owner metav1.Object, ref metav1.OwnerReference, pg client.Object, set func()) error {
-	pg.SetName(owner.GetName())
-	pg.SetNamespace(owner.GetNamespace())
-	_, err := controllerutil.CreateOrUpdate(ctx, c, pg, func() error {
-		if pg.GetResourceVersion() == "" {
-			pg.SetOwnerReferences([]metav1.OwnerReference{ref})
-		} else if !metav1.IsControlledBy(pg, owner) {
-			return fmt.Errorf("PodGroup %s/%s exists and is not controlled by this job", pg.GetNamespace(), pg.GetName())
+	return SyncOwned(ctx, c, owner, ref, pg, func() error { set(); return nil })
+}
+
+// SyncOwned is SyncPodGroup for any object the backend keeps per job
+// (named after it), with a set that may refuse the object as it finds it.
+// Errors name the object's kind.
+func SyncOwned(ctx context.Context, c client.Client, owner metav1.Object, ref metav1.OwnerReference, obj client.Object, set func() error) error {
+	obj.SetName(owner.GetName())
+	obj.SetNamespace(owner.GetNamespace())
+	_, err := controllerutil.CreateOrUpdate(ctx, c, obj, func() error {
+		if obj.GetResourceVersion() == "" {
+			obj.SetOwnerReferences([]metav1.OwnerReference{ref})
+		} else if !metav1.IsControlledBy(obj, owner) {
+			return fmt.Errorf("it exists and is not controlled by this job")
 		}
-		set()
-		return nil
+		return set()
 	})
 	if err != nil {
-		return fmt.Errorf("PodGroup %s: %w", owner.GetName(), err)
+		return fmt.Errorf("%s %s/%s: %w", kindOf(c, obj), owner.GetNamespace(), owner.GetName(), err)
 	}
 	return nil
+}
+
+// kindOf is obj's kind as c's scheme knows it ("PodGroup" or "Workload").
+func kindOf(c client.Client, obj client.Object) string {
+	if gvk, err := c.GroupVersionKindFor(obj); err == nil {
+		return gvk.Kind
+	}
+	return fmt.Sprintf("%T", obj)
 }
 
 // DeletePodGroup deletes the job's PodGroup of pg's type, if the job

@@ -54,6 +54,7 @@ func TestBackends(t *testing.T) {
 			set:          []string{"backend=scheduler-plugins", "coschedulingSchedulerName=coscheduler"},
 			wantGangFlag: "coscheduler",
 		},
+		{name: "kube-scheduler", set: []string{"backend=kube-scheduler"}, wantGangFlag: "kube-scheduler"},
 		{name: "none", set: []string{"backend=none"}, wantGangFlag: "none"},
 	}
 	for _, tt := range tests {

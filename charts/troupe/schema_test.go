@@ -34,7 +34,7 @@ var wrongValues = []struct {
 	{
 		name: "an unknown backend",
 		args: []string{"--set", "backend=kube-batch"},
-		want: []string{"at '/backend': value must be one of 'troupe', 'volcano', 'scheduler-plugins', 'none'"},
+		want: []string{"at '/backend': value must be one of 'troupe', 'volcano', 'scheduler-plugins', 'kube-scheduler', 'none'"},
 	},
 	{
 		name: "negative replicas",
@@ -171,7 +171,7 @@ func TestSchemaEnumsAreTheCode(t *testing.T) {
 
 // helm lint --strict passes for every backend.
 func TestLint(t *testing.T) {
-	for _, backend := range []string{"troupe", "volcano", "scheduler-plugins", "none"} {
+	for _, backend := range []string{"troupe", "volcano", "scheduler-plugins", "kube-scheduler", "none"} {
 		t.Run(backend, func(t *testing.T) {
 			out, err := runHelm("lint", "--strict", chartDir(), "--set", "backend="+backend)
 			if err != nil {

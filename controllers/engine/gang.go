@@ -39,6 +39,10 @@ const (
 	// rule of runPolicy.gangPolicy.topology; no pod is created. It is the
 	// GangScheduled reason of such a job even when gang scheduling is off.
 	ReasonTopologyUnsupported = "TopologyUnsupported"
+	// ReasonRoleMinimumsUnsupported: the gang backend has no minimum per
+	// replica type, and its one minimum for the whole gang does not imply
+	// those of runPolicy.gangPolicy.minMembers; no pod is created.
+	ReasonRoleMinimumsUnsupported = "RoleMinimumsUnsupported"
 	// ReasonTopologyIgnored (an event): the backend cannot keep a
 	// preferred rule; the gang runs without it.
 	ReasonTopologyIgnored = "TopologyIgnored"
@@ -104,7 +108,8 @@ func (r *Reconciler) syncGang(ctx context.Context, s *scope) (bool, error) {
 		return false, err
 	}
 	spec := GangSpec(r.fw, s.job)
-	if r.refuseTopology(s, backend, spec.Topology, slices.ContainsFunc(s.pods, isLive)) {
+	live := slices.ContainsFunc(s.pods, isLive)
+	if r.refuseTopology(s, backend, spec.Topology, live) || r.refuseRoleMinimums(s, backend, spec, live) {
 		return false, nil
 	}
 	if backend == nil {
@@ -236,7 +241,7 @@ func (r *Reconciler) warnCustomSchedulerNames(s *scope, backend integrations.Bac
 }
 
 // onceReasons are the warnings given once per job, not once per pass.
-var onceReasons = []string{ReasonCustomSchedulerName, ReasonTopologyIgnored, ReasonTopologyUnsupported}
+var onceReasons = []string{ReasonCustomSchedulerName, ReasonTopologyIgnored, ReasonTopologyUnsupported, ReasonRoleMinimumsUnsupported}
 
 type warningKey struct{ job, reason string }
 
@@ -286,12 +291,56 @@ func (r *Reconciler) refuseTopology(s *scope, backend integrations.Backend, t *i
 			", and the rules are required: the job's running pods are kept, but nothing places them by the rules. "+how)
 		return false
 	}
-	msg := integrations.DescribeUnkept(name, required) + ", and the rules are required: no pod is created. " + how
+	r.holdGang(s, ReasonTopologyUnsupported, integrations.DescribeUnkept(name, required)+", and the rules are required: no pod is created. "+how)
+	return true
+}
+
+// holdGang shows on the job why its gang backend cannot place it as it
+// asks, with a Warning event when that is news. No pod is created.
+func (r *Reconciler) holdGang(s *scope, reason, msg string) {
 	old := findCondition(s.status(), ConditionGangScheduled)
-	if old == nil || old.Reason != ReasonTopologyUnsupported || old.Message != msg {
-		r.event(s.job, corev1.EventTypeWarning, ReasonTopologyUnsupported, msg)
+	if old == nil || old.Reason != reason || old.Message != msg {
+		r.event(s.job, corev1.EventTypeWarning, reason, msg)
 	}
-	setCondition(s.status(), ConditionGangScheduled, corev1.ConditionFalse, ReasonTopologyUnsupported, msg, s.now)
+	setCondition(s.status(), ConditionGangScheduled, corev1.ConditionFalse, reason, msg, s.now)
+}
+
+// refuseRoleMinimums holds back a job whose runPolicy.gangPolicy.minMembers
+// its backend cannot keep: a backend without per-role minimums keeps one
+// minimum for the whole gang, which may start it without the members a
+// role needs (its master, say). It reports whether it refused. As with
+// topology, a job with live pods is kept running, with a warning, once.
+// Minimums the job did not ask for per role (those ComputeGangSpec derives
+// from schedulingPolicy.minAvailable) are left to the pooled minimum, as
+// every coscheduling scheduler reads minAvailable.
+func (r *Reconciler) refuseRoleMinimums(s *scope, backend integrations.Backend, spec integrations.GangSpec, live bool) bool {
+	replicas := map[string]int32{}
+	var asked []string
+	var total int32
+	for _, rtype := range OrderedReplicaTypes(r.fw, s.job) {
+		role := integrations.RoleOf(string(rtype))
+		replicas[role] = *s.job.ReplicaSpecs()[rtype].Replicas
+		total += replicas[role]
+		if minMembers(s.job, rtype) != nil {
+			asked = append(asked, role)
+		}
+	}
+	unkept := integrations.UnkeptRoleMinimums(backend, spec, replicas, asked)
+	if len(unkept) == 0 {
+		return false
+	}
+	parts := make([]string, len(unkept))
+	for i, u := range unkept {
+		parts[i] = fmt.Sprintf("%s %d (it guarantees %d)", u.Role, u.Minimum, u.Guaranteed)
+	}
+	msg := fmt.Sprintf("runPolicy.gangPolicy.minMembers: the %s gang backend has no minimum per replica type, only minCount %d for the gang's %d pods, which does not keep %s.",
+		backend.Name(), spec.MinMember, total, strings.Join(parts, ", "))
+	how := fmt.Sprintf(" The troupe and volcano backends keep it: choose one with the annotation %s (or --gang-scheduler-name), or drop minMembers.", integrations.GangSchedulerAnnotation)
+	if live {
+		r.warnOnce(s, ReasonRoleMinimumsUnsupported, msg+" The job's running pods are kept."+how)
+		return false
+	}
+	r.holdGang(s, ReasonRoleMinimumsUnsupported, msg+" No pod is created."+how)
 	return true
 }
 

@@ -103,7 +103,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	for _, gang := range r.gangs.All() {
-		b = b.Owns(gang.PodGroupType())
+		for _, t := range integrations.OwnedTypes(gang) {
+			b = b.Owns(t)
+		}
 	}
 	// A lost node changes none of its pods (no kubelet is left to write
 	// their status), yet it breaks their gangs: its readiness wakes them.

@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -15,6 +16,7 @@ import (
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 	"github.com/troupe-ml/troupe/integrations"
+	"github.com/troupe-ml/troupe/integrations/kubenative"
 	"github.com/troupe-ml/troupe/internal/testutil"
 )
 
@@ -29,7 +31,7 @@ type podGroup struct {
 }
 
 // fields are the optional PodGroup fields a backend's API has.
-type fields struct{ minTaskMember, queue, priority, timeout bool }
+type fields struct{ minTaskMember, minResources, queue, priority, timeout bool }
 
 // backend is one gang backend as the scenarios drive it.
 type backend struct {
@@ -85,7 +87,7 @@ var backends = []backend{
 	{
 		name:          "troupe",
 		schedulerName: "troupe-scheduler",
-		has:           fields{true, true, true, true},
+		has:           fields{true, true, true, true, true},
 		newPodGroup:   func() client.Object { return &schedulingv1alpha1.PodGroup{} },
 		read: func(o client.Object) podGroup {
 			s := o.(*schedulingv1alpha1.PodGroup).Spec
@@ -114,7 +116,7 @@ var backends = []backend{
 	{
 		name:          "volcano",
 		schedulerName: "volcano",
-		has:           fields{true, true, true, false},
+		has:           fields{true, true, true, true, false},
 		newPodGroup:   func() client.Object { return &volcanov1beta1.PodGroup{} },
 		read: func(o client.Object) podGroup {
 			s := o.(*volcanov1beta1.PodGroup).Spec
@@ -171,7 +173,7 @@ var backends = []backend{
 	{
 		name:          "scheduler-plugins",
 		schedulerName: "scheduler-plugins-scheduler",
-		has:           fields{false, false, false, true},
+		has:           fields{false, true, false, false, true},
 		newPodGroup:   func() client.Object { return &spv1alpha1.PodGroup{} },
 		read: func(o client.Object) podGroup {
 			s := o.(*spv1alpha1.PodGroup).Spec
@@ -185,6 +187,35 @@ var backends = []backend{
 				g.Expect(testutil.MarkUnschedulable(ctx, suite.Client, &workers[i], msg)).To(Succeed())
 			}
 			return "worker: " + msg
+		},
+	},
+	{
+		name:          kubenative.Name,
+		schedulerName: corev1.DefaultSchedulerName,
+		// One minCount for the gang; a priority class, set at creation.
+		has:         fields{priority: true},
+		newPodGroup: func() client.Object { return &schedulingv1beta1.PodGroup{} },
+		read: func(o client.Object) podGroup {
+			s := o.(*schedulingv1beta1.PodGroup).Spec
+			ExpectWithOffset(1, s.SchedulingPolicy.Gang).NotTo(BeNil(), "a gang policy")
+			ExpectWithOffset(1, s.WorkloadRef).To(HaveValue(Equal(schedulingv1beta1.WorkloadReference{
+				WorkloadName: o.GetName(), TemplateName: kubenative.TemplateName,
+			})))
+			return podGroup{MinMember: s.SchedulingPolicy.Gang.MinCount, PriorityClassName: s.PriorityClassName}
+		},
+		groupOf: func(p *corev1.Pod) string {
+			return ptr.Deref(ptr.Deref(p.Spec.SchedulingGroup, corev1.PodSchedulingGroup{}).PodGroupName, "")
+		},
+		// kube-scheduler's GangScheduling writes its verdict on the
+		// PodGroup's PodGroupInitiallyScheduled condition.
+		unschedulable: func(ctx context.Context, g Gomega, o client.Object, _ []corev1.Pod, msg string) string {
+			pg := o.(*schedulingv1beta1.PodGroup)
+			meta.SetStatusCondition(&pg.Status.Conditions, metav1.Condition{
+				Type: schedulingv1beta1.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse,
+				Reason: schedulingv1beta1.PodGroupReasonUnschedulable, Message: msg,
+			})
+			g.Expect(suite.Client.Status().Update(ctx, pg)).To(Succeed())
+			return msg
 		},
 	},
 }

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -149,6 +150,11 @@ var _ = Describe("Gang backend", func() {
 
 			It("writes the job's gang into its PodGroup", func() {
 				start()
+				// kube-apiserver admits a PodGroup's priority class only if
+				// it exists.
+				Expect(client.IgnoreAlreadyExists(suite.Client.Create(ctx, &schedulingv1.PriorityClass{
+					ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000,
+				}))).To(Succeed())
 				job := mixedJob("fields", 3)
 				job.Spec.RunPolicy.SchedulingPolicy = &kubeflowv1.SchedulingPolicy{
 					MinAvailable: ptr.To[int32](3), Queue: "research", PriorityClass: "high", ScheduleTimeoutSeconds: ptr.To[int32](120),
@@ -164,10 +170,12 @@ var _ = Describe("Gang backend", func() {
 					// minAvailable 3 of 4 pods lowers the latest role's minimum.
 					Expect(pg.MinTaskMember).To(Equal(map[string]int32{"chief": 1, "worker": 2}))
 				}
-				// Exactly the minMember pods that start the gang: the chief
-				// and two workers, whose GPUs are limits only.
-				Expect(pg.MinResources.Cpu().String()).To(Equal("10"))
-				Expect(pg.MinResources.Name(gpu, resource.DecimalSI).String()).To(Equal("4"))
+				if b.has.minResources {
+					// Exactly the minMember pods that start the gang: the
+					// chief and two workers, whose GPUs are limits only.
+					Expect(pg.MinResources.Cpu().String()).To(Equal("10"))
+					Expect(pg.MinResources.Name(gpu, resource.DecimalSI).String()).To(Equal("4"))
+				}
 				if b.has.queue {
 					Expect(pg.Queue).To(Equal("research"))
 				}
@@ -200,6 +208,33 @@ var _ = Describe("Gang backend", func() {
 						g.Expect(pg.MinTaskMember).To(Equal(map[string]int32{"chief": 1, "worker": 2}))
 						g.Expect(pg.MinMember).To(Equal(int32(5)), "minMember stays the whole gang unless minAvailable lowers it")
 					}).Should(Succeed())
+				})
+			}
+
+			if !b.has.minTaskMember {
+				It("refuses a job whose gangPolicy.minMembers its one minimum cannot keep, creating nothing, and says why", func() {
+					start()
+					job := mixedJob("minimums", 4)
+					job.Spec.RunPolicy.SchedulingPolicy = &kubeflowv1.SchedulingPolicy{MinAvailable: ptr.To[int32](3)}
+					job.Spec.RunPolicy.GangPolicy = &kubeflowv1.GangPolicy{MinMembers: map[kubeflowv1.ReplicaType]int32{"Chief": 1}}
+					Expect(suite.Client.Create(ctx, job)).To(Succeed())
+					c := expectCondition("minimums", engine.ConditionGangScheduled, corev1.ConditionFalse, engine.ReasonRoleMinimumsUnsupported)
+					Expect(c.Message).To(And(
+						ContainSubstring("runPolicy.gangPolicy.minMembers: the "+b.name+" gang backend has no minimum per replica type"),
+						ContainSubstring("only minCount 3 for the gang's 5 pods, which does not keep chief 1 (it guarantees 0)"),
+						ContainSubstring("No pod is created."),
+					))
+					Eventually(jobEvents("minimums", engine.ReasonRoleMinimumsUnsupported)).Should(ContainElement(HaveField("Note", c.Message)))
+					Consistently(podCount("minimums"), quiet).Should(BeZero())
+					Expect(noPodGroup(b, "minimums")()).To(BeTrue())
+
+					// A role's minimum that one minCount implies runs: 4 of 5
+					// pods leave the workers at least 3.
+					implied := mixedJob("implied", 4)
+					implied.Spec.RunPolicy.SchedulingPolicy = &kubeflowv1.SchedulingPolicy{MinAvailable: ptr.To[int32](4)}
+					implied.Spec.RunPolicy.GangPolicy = &kubeflowv1.GangPolicy{MinMembers: map[kubeflowv1.ReplicaType]int32{"Worker": 3}}
+					Expect(suite.Client.Create(ctx, implied)).To(Succeed())
+					livePods("implied", 5)
 				})
 			}
 
@@ -444,7 +479,7 @@ var _ = Describe("Gang backend", func() {
 				Expect(suite.Client.Create(ctx, testutil.MakeTFJob("good", ns).Replica(worker, 1).Obj())).To(Succeed())
 
 				c := expectCondition("bad", engine.ConditionFailed, corev1.ConditionTrue, integrations.ReasonInvalidGangScheduler)
-				Expect(c.Message).To(Equal(`annotation troupe.dev/gang-scheduler-name: "slurm" is not a gang scheduler; allowed: none, scheduler-plugins, troupe, volcano`))
+				Expect(c.Message).To(Equal(`annotation troupe.dev/gang-scheduler-name: "slurm" is not a gang scheduler; allowed: kube-scheduler, none, scheduler-plugins, troupe, volcano`))
 				admit(b, "good")
 				livePods("good", 1)
 				Consistently(podCount("bad"), quiet).Should(BeZero())

@@ -24,8 +24,9 @@ const SchedulerName = "troupe-scheduler"
 type Backend struct{}
 
 var (
-	_ integrations.Backend        = Backend{}
-	_ integrations.TopologyPlacer = Backend{}
+	_ integrations.Backend            = Backend{}
+	_ integrations.TopologyPlacer     = Backend{}
+	_ integrations.RoleMinimumsKeeper = Backend{}
 )
 
 func (Backend) Name() string                { return Name }
@@ -67,6 +68,9 @@ func PodGroupSpec(spec integrations.GangSpec) schedulingv1alpha1.PodGroupSpec {
 	}
 	return want
 }
+
+// KeepsRoleMinimums: the PodGroup has minTaskMember.
+func (Backend) KeepsRoleMinimums() {}
 
 // UnkeptTopologyRules is empty: troupe-scheduler keeps every rule.
 func (Backend) UnkeptTopologyRules(*integrations.GangTopology) []integrations.UnkeptRule { return nil }

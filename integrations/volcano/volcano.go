@@ -34,9 +34,13 @@ type Backend struct {
 }
 
 var (
-	_ integrations.Backend        = Backend{}
-	_ integrations.TopologyPlacer = Backend{}
+	_ integrations.Backend            = Backend{}
+	_ integrations.TopologyPlacer     = Backend{}
+	_ integrations.RoleMinimumsKeeper = Backend{}
 )
+
+// KeepsRoleMinimums: the PodGroup has minTaskMember.
+func (Backend) KeepsRoleMinimums() {}
 
 func (Backend) Name() string                { return Name }
 func (Backend) SchedulerName() string       { return SchedulerName }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,6 +30,7 @@ import (
 	"github.com/troupe-ml/troupe/controllers/pytorch"
 	"github.com/troupe-ml/troupe/controllers/tfjob"
 	"github.com/troupe-ml/troupe/integrations"
+	"github.com/troupe-ml/troupe/integrations/kubenative"
 	"github.com/troupe-ml/troupe/integrations/schedulerplugins"
 	"github.com/troupe-ml/troupe/integrations/troupe"
 	"github.com/troupe-ml/troupe/integrations/volcano"
@@ -39,7 +41,7 @@ import (
 var frameworks = []engine.Framework{tfjob.Framework{}, pytorch.Framework{}, mpi.Framework{}}
 
 // backends are the gang backends whose PodGroup the plugin looks for.
-var backends = []integrations.Backend{troupe.Backend{}, volcano.Backend{}, schedulerplugins.Backend{Scheduler: schedulerplugins.DefaultSchedulerName}}
+var backends = []integrations.Backend{troupe.Backend{}, volcano.Backend{}, schedulerplugins.Backend{Scheduler: schedulerplugins.DefaultSchedulerName}, kubenative.Backend{}}
 
 type statusOptions struct {
 	flags         *genericclioptions.ConfigFlags
@@ -245,11 +247,10 @@ func (r reader) gang(ctx context.Context, job engine.Job) (backend, phase string
 		case err != nil:
 			return "", "", err
 		}
-		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pg)
+		phase, err := podGroupPhase(pg)
 		if err != nil {
 			return "", "", err
 		}
-		phase, _, _ := unstructured.NestedString(content, "status", "phase")
 		if phase == "" {
 			// Its scheduler has not looked at it yet.
 			phase = "no status yet"
@@ -260,6 +261,24 @@ func (r reader) gang(ctx context.Context, job engine.Job) (backend, phase string
 		return chosen, "", nil
 	}
 	return integrations.None, "", nil
+}
+
+// podGroupPhase is a PodGroup's status.phase, or for kube-scheduler's
+// PodGroup, which has none, what its PodGroupInitiallyScheduled condition
+// says.
+func podGroupPhase(pg client.Object) (string, error) {
+	if native, ok := pg.(*schedulingv1beta1.PodGroup); ok {
+		if len(native.Status.Conditions) == 0 {
+			return "", nil
+		}
+		return kubenative.State(native).Phase, nil
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pg)
+	if err != nil {
+		return "", err
+	}
+	phase, _, _ := unstructured.NestedString(content, "status", "phase")
+	return phase, nil
 }
 
 func inNamespace(namespace string) string {

@@ -12,6 +12,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/troupe-ml/troupe/integrations/kubenative"
 )
 
 // NewControlPlane configures etcd and kube-apiserver from binDir with
@@ -59,6 +61,7 @@ func NewControlPlane(binDir string, crdDirs []string, dataDir, logDir string) (*
 			},
 		},
 	}
+	ServeWorkloadAPI(env, true)
 	for _, d := range []string{env.ControlPlane.Etcd.DataDir, env.ControlPlane.APIServer.CertDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, files, err
@@ -87,7 +90,7 @@ func WriteKubeconfig(cfg *rest.Config, path, name string) error {
 // namespace controller (namespaces can be deleted), and the node
 // lifecycle controller (it removes the not-ready taint admission puts on
 // every new node once kwok reports the node Ready).
-var DefaultControllers = []string{"garbage-collector-controller", "namespace-controller", "node-lifecycle-controller"}
+var DefaultControllers = []string{"garbage-collector-controller", "namespace-controller", "node-lifecycle-controller", kubenative.ProtectionController}
 
 // PodGCController deletes the pods bound to a node that no longer exists,
 // as on any real cluster; a cluster whose nodes get deleted needs it, or
@@ -108,6 +111,7 @@ func ControllerManagerArgs(kubeconfig string, controllers ...string) []string {
 		"--secure-port=0",
 		"--use-service-account-credentials=false",
 		"--node-monitor-period=2s",
+		"--feature-gates=" + kubenative.FeatureGate,
 	}
 }
 
@@ -134,4 +138,21 @@ func KwokArgs(kubeconfig, kwokDir string, extraStages ...string) ([]string, erro
 		args = append(args, "--config="+s)
 	}
 	return args, nil
+}
+
+// ServeWorkloadAPI turns on the Workload API (scheduling.k8s.io/v1beta1,
+// off by default in Kubernetes 1.37) in env's API server, so that the
+// kube-scheduler gang backend can be used on it. Its admission puts a
+// finalizer on every PodGroup that kube-controller-manager's
+// PodGroupProtection controller lifts once no pod names the group; where
+// no controller manager runs that (protect false), it is turned off, or no
+// PodGroup could ever be deleted.
+func ServeWorkloadAPI(env *envtest.Environment, protect bool) {
+	args := env.ControlPlane.GetAPIServer().Configure()
+	for flag, value := range kubenative.APIServerFlags {
+		args.Append(flag, value)
+	}
+	if !protect {
+		args.Append("disable-admission-plugins", kubenative.ProtectionAdmission)
+	}
 }

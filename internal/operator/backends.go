@@ -12,6 +12,7 @@ import (
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	"github.com/troupe-ml/troupe/integrations"
+	"github.com/troupe-ml/troupe/integrations/kubenative"
 	"github.com/troupe-ml/troupe/integrations/schedulerplugins"
 	"github.com/troupe-ml/troupe/integrations/troupe"
 	"github.com/troupe-ml/troupe/integrations/volcano"
@@ -19,7 +20,7 @@ import (
 )
 
 // namedGangBackends have a PodGroup of their own.
-var namedGangBackends = []string{volcano.Name, schedulerplugins.Name, troupe.Name}
+var namedGangBackends = []string{volcano.Name, schedulerplugins.Name, troupe.Name, kubenative.Name}
 
 // KnownGangBackends are the values of --gang-scheduler-name and of a job's
 // troupe.dev/gang-scheduler-name annotation. As upstream, any other valid
@@ -39,6 +40,8 @@ func newGangBackend(name string) (integrations.Backend, error) {
 		return volcano.Backend{}, nil
 	case schedulerplugins.Name:
 		return schedulerplugins.Backend{Scheduler: schedulerplugins.DefaultSchedulerName}, nil
+	case kubenative.Name:
+		return kubenative.Backend{}, nil
 	}
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 		return nil, fmt.Errorf("--gang-scheduler-name: %q is neither one of %s nor a valid scheduler name: %s", name, strings.Join(KnownGangBackends, ", "), strings.Join(msgs, "; "))

@@ -74,6 +74,7 @@ func TestGangBackendsNeedTheDefaultsCRD(t *testing.T) {
 		"scheduler-plugins": "install scheduler-plugins v0.34",
 		"my-coscheduler":    "install scheduler-plugins v0.34",
 		"troupe":            "install config/crd/bases/scheduling.troupe.dev_podgroups.yaml",
+		"kube-scheduler":    "the cluster does not serve Workload (scheduling.k8s.io/v1beta1): it needs Kubernetes 1.37 or later with the Workload API on",
 	} {
 		_, err := gangBackends(flag, serving())
 		if err == nil || !strings.Contains(err.Error(), "--gang-scheduler-name="+flag+": ") || !strings.Contains(err.Error(), install) {
@@ -103,7 +104,7 @@ func TestJobChoosesAnInstalledBackend(t *testing.T) {
 	}
 	for value, want := range map[string][]string{
 		"volcano": {integrations.ReasonGangSchedulerNotInstalled, "annotation troupe.dev/gang-scheduler-name=volcano: ", "install Volcano"},
-		"slurm":   {integrations.ReasonInvalidGangScheduler, `annotation troupe.dev/gang-scheduler-name: "slurm" is not a gang scheduler; allowed: none, scheduler-plugins, troupe, volcano`},
+		"slurm":   {integrations.ReasonInvalidGangScheduler, `annotation troupe.dev/gang-scheduler-name: "slurm" is not a gang scheduler; allowed: kube-scheduler, none, scheduler-plugins, troupe, volcano`},
 		"":        {integrations.ReasonInvalidGangScheduler, `"" is not a gang scheduler`},
 	} {
 		_, err := bs.For(job(choose(value)))

@@ -89,7 +89,7 @@ func TestParseFlags(t *testing.T) {
 		{
 			name:    "invalid gang scheduler name",
 			args:    []string{"--gang-scheduler-name=Volcano_Scheduler"},
-			wantErr: []string{`--gang-scheduler-name: "Volcano_Scheduler" is neither one of none, volcano, scheduler-plugins, troupe nor a valid scheduler name`},
+			wantErr: []string{`--gang-scheduler-name: "Volcano_Scheduler" is neither one of none, volcano, scheduler-plugins, troupe, kube-scheduler nor a valid scheduler name`},
 		},
 		{
 			name:    "invalid namespace",

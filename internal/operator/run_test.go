@@ -15,11 +15,13 @@ import (
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
@@ -112,6 +114,42 @@ var _ = Describe("operator.Run", func() {
 			g.Expect(pg.Spec.MinMember).To(Equal(int32(3)))
 		}).Should(Succeed())
 		Eventually(podCount(ns, "pt")).Should(Equal(3))
+	})
+
+	It("keeps a Workload and a PodGroup per job with --gang-scheduler-name=kube-scheduler, within the generated permissions", func() {
+		runAs("--gang-scheduler-name=kube-scheduler", "--enable-scheme=pytorchjob")
+		ns := newNamespace()
+		Expect(suite.Client.Create(ctx, testutil.MakePyTorchJob("pt", ns).Replica(kubeflowv1.PyTorchJobReplicaTypeMaster, 1).Replica(kubeflowv1.PyTorchJobReplicaTypeWorker, 2).Obj())).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pt"}, &schedulingv1beta1.Workload{})).To(Succeed())
+			pg := &schedulingv1beta1.PodGroup{}
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pt"}, pg)).To(Succeed())
+			g.Expect(pg.Spec.SchedulingPolicy.Gang).To(HaveValue(HaveField("MinCount", int32(3))))
+		}).Should(Succeed())
+		Eventually(podCount(ns, "pt")).Should(Equal(3))
+		var pods corev1.PodList
+		Expect(suite.Client.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+		for _, p := range pods.Items {
+			Expect(p.Spec.SchedulerName).To(Equal(corev1.DefaultSchedulerName))
+			Expect(p.Spec.SchedulingGroup).To(HaveValue(HaveField("PodGroupName", HaveValue(Equal("pt")))),
+				"the API server kept spec.schedulingGroup: it serves the Workload API")
+		}
+	})
+
+	It("stops at start, naming the feature gate and runtime-config, when --gang-scheduler-name=kube-scheduler and the API server does not serve the Workload API", func() {
+		// An API server as Kubernetes 1.37 starts by default: beta APIs off.
+		plain := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join(testutil.RepoRoot(), "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
+		cfg, err := plain.Start()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(plain.Stop)
+		opts, err := operator.ParseFlags([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--gang-scheduler-name=kube-scheduler"}, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		err = operator.Run(ctx, cfg, opts, func(o *ctrl.Options) { o.Controller.SkipNameValidation = ptr.To(true) })
+		Expect(err).To(MatchError(And(
+			ContainSubstring("--gang-scheduler-name=kube-scheduler: the cluster does not serve Workload (scheduling.k8s.io/v1beta1)"),
+			ContainSubstring("kube-apiserver --feature-gates=GenericWorkload=true --runtime-config=scheduling.k8s.io/v1beta1=true"),
+			ContainSubstring("kube-scheduler and kube-controller-manager --feature-gates=GenericWorkload=true"),
+		)))
 	})
 
 	// This suite's API server serves Troupe's CRDs only, not the peers'.

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/troupe-ml/troupe/integrations/kubenative"
 )
 
 // KubeSchedulerName is the schedulerName of upstream kube-scheduler's
@@ -18,6 +20,11 @@ const KubeSchedulerName = corev1.DefaultSchedulerName
 // the differential suite compares troupe-scheduler with.
 type KubeSchedulerOptions struct {
 	Options
+	// GangScheduling turns on kube-scheduler's own gang scheduling
+	// (kubenative.FeatureGate: the Workload API and the GangScheduling
+	// plugin in the default profile), which the kube-scheduler gang backend
+	// needs. The API server must serve the Workload API too.
+	GangScheduling bool
 }
 
 // Validate reports every invalid option, naming the field and what it
@@ -54,5 +61,10 @@ func StartKubeScheduler(ctx context.Context, o KubeSchedulerOptions) (*Process, 
 	// The same flags as Coscheduling's kube-scheduler: the configuration
 	// file, and no HTTPS endpoint.
 	args := CoschedulingOptions{Options: o.Options}.args
+	if o.GangScheduling {
+		args = func(dir string) []string {
+			return append(CoschedulingOptions{Options: o.Options}.args(dir), "--feature-gates="+kubenative.FeatureGate)
+		}
+	}
 	return startWithConfig(ctx, "kube-scheduler", kubeSchedulerConfigFile, conf, o.Options, args)
 }

@@ -19,6 +19,7 @@ import (
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/internal/localcluster"
 )
 
 // RepoRoot is the repository root, found from this file's location.
@@ -51,6 +52,8 @@ func StartEnv(opts ...EnvOption) (*Env, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
+	// No kube-controller-manager runs here.
+	localcluster.ServeWorkloadAPI(env, false)
 	for _, o := range opts {
 		o(env)
 	}

@@ -22,6 +22,7 @@ import (
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/internal/localcluster"
 	"github.com/troupe-ml/troupe/test/bench/measure"
 )
 
@@ -86,6 +87,8 @@ func startCluster(binDir string, crds []string, dir string) (*cluster, error) {
 			APIServer: &envtest.APIServer{Path: filepath.Join(binDir, "kube-apiserver"), Out: apiLog, Err: apiLog},
 		},
 	}
+	// No kube-controller-manager runs here.
+	localcluster.ServeWorkloadAPI(c.env, false)
 	cfg, err := c.env.Start()
 	if err != nil {
 		c.closeLogs()

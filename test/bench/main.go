@@ -163,6 +163,9 @@ func placersFor(opts *Options) ([]placer.Placer, error) {
 			out = append(out, placer.Volcano{Binary: opts.VolcanoScheduler, Label: name, Period: 200 * time.Millisecond})
 		case PlacerCoscheduling:
 			out = append(out, placer.Coscheduling{Binary: opts.CoschedulingScheduler})
+		case PlacerKubeNative:
+			// kube-scheduler comes with the control plane.
+			out = append(out, placer.KubeNative{Binary: filepath.Join(opts.ControlPlaneDir, "kube-scheduler")})
 		}
 	}
 	return out, nil

@@ -22,7 +22,8 @@ const (
 	PlacerVolcano       = "volcano"
 	PlacerVolcanoFast   = "volcano-200ms"
 	PlacerCoscheduling  = "coscheduling"
-	defaultPlacerFilter = PlacerNull + "," + PlacerTroupe + "," + PlacerTroupeGang + "," + PlacerVolcano + "," + PlacerVolcanoFast + "," + PlacerCoscheduling
+	PlacerKubeNative    = "kube-native"
+	defaultPlacerFilter = PlacerNull + "," + PlacerTroupe + "," + PlacerTroupeGang + "," + PlacerVolcano + "," + PlacerVolcanoFast + "," + PlacerCoscheduling + "," + PlacerKubeNative
 )
 
 // PlacerNames are every placer the harness knows.

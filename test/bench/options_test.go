@@ -173,7 +173,7 @@ func TestDefaults(t *testing.T) {
 		o.Settle != 15*time.Second || o.Trailing != 10*time.Second || o.RunTimeout != 5*time.Minute || o.Check || o.Profile {
 		t.Errorf("defaults: %+v", o)
 	}
-	if len(o.ScenarioList()) != len(scenario.Names) || len(o.PlacerList()) != 6 {
+	if len(o.ScenarioList()) != len(scenario.Names) || len(o.PlacerList()) != len(PlacerNames) {
 		t.Errorf("default scenarios %v, placers %v", o.Scenarios, o.Placers)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/integrations/kubenative"
 	"github.com/troupe-ml/troupe/integrations/schedulerplugins"
 	"github.com/troupe-ml/troupe/integrations/volcano"
 	"github.com/troupe-ml/troupe/integrations/volcano/hypernodes"
@@ -99,6 +100,31 @@ func (Coscheduling) Prepare(_ context.Context, cfg *rest.Config) error {
 
 func (c Coscheduling) Start(ctx context.Context, env Env) (Process, error) {
 	p, err := peers.StartCoscheduling(ctx, peers.CoschedulingOptions{Options: peerOptions(c.Binary, env)})
+	if err != nil {
+		return nil, err
+	}
+	return peerProc{p}, nil
+}
+
+// KubeNative is upstream kube-scheduler v1.37, as hack/controlplane.sh
+// builds it beside the API server, with its own gang scheduling on (the
+// Workload API and the GangScheduling plugin of its default profile), the
+// gangs written as the operator's kube-scheduler backend writes them: the
+// upstream anchor.
+type KubeNative struct {
+	Binary string
+}
+
+func (KubeNative) Name() string { return "kube-native" }
+
+func (KubeNative) Dialect() Dialect { return kubenative.Backend{} }
+
+// Prepare has nothing to install: the harness's API server serves the
+// Workload API.
+func (KubeNative) Prepare(context.Context, *rest.Config) error { return nil }
+
+func (k KubeNative) Start(ctx context.Context, env Env) (Process, error) {
+	p, err := peers.StartKubeScheduler(ctx, peers.KubeSchedulerOptions{Options: peerOptions(k.Binary, env), GangScheduling: true})
 	if err != nil {
 		return nil, err
 	}

@@ -76,6 +76,19 @@
   - update
   - watch
 - apiGroups:
+  - scheduling.k8s.io
+  resources:
+  - podgroups
+  - workloads
+  verbs:
+  - create
+  - delete
+  - get
+  - list
+  - patch
+  - update
+  - watch
+- apiGroups:
   - scheduling.troupe.dev
   resources:
   - topologies
