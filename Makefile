@@ -100,7 +100,7 @@ peers: ## Build the peers (Volcano's scheduler, kube-scheduler with Coscheduling
 	hack/peer-schedulers.sh volcano coscheduling kueue
 
 .PHONY: e2e
-e2e: ## The operator against real Volcano and Coscheduling scheduler processes, and behind a real Kueue (test/e2e, build tag e2e).
+e2e: ## The operator against real Volcano, Coscheduling and kube-scheduler (Kubernetes' own gang scheduling) processes, and behind a real Kueue (test/e2e, build tag e2e).
 	assets=$$(hack/controlplane.sh); volcano=$$(hack/peer-schedulers.sh volcano); coscheduling=$$(hack/peer-schedulers.sh coscheduling); \
 	kueue=$$(hack/peer-schedulers.sh kueue); \
 	KUBEBUILDER_ASSETS="$$assets" TROUPE_VOLCANO_SCHEDULER="$$volcano" TROUPE_COSCHEDULING_SCHEDULER="$$coscheduling" TROUPE_KUEUE="$$kueue" \

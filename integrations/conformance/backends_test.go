@@ -81,6 +81,14 @@ func rackTopology(ctx context.Context) {
 	ExpectWithOffset(1, client.IgnoreAlreadyExists(suite.Client.Create(ctx, t))).To(Succeed())
 }
 
+// writeCondition sets c among a PodGroup's status conditions, as its
+// scheduler does, and returns c's message: what the job should show.
+func writeCondition(ctx context.Context, g Gomega, pg client.Object, conditions *[]metav1.Condition, c metav1.Condition) string {
+	meta.SetStatusCondition(conditions, c)
+	g.ExpectWithOffset(1, suite.Client.Status().Update(ctx, pg)).To(Succeed())
+	return c.Message
+}
+
 func groupAnnotation(p *corev1.Pod) string { return p.Annotations[integrations.GroupNameAnnotation] }
 
 var backends = []backend{
@@ -97,12 +105,10 @@ var backends = []backend{
 		// troupe-scheduler keeps an Unschedulable condition on the PodGroup.
 		unschedulable: func(ctx context.Context, g Gomega, o client.Object, _ []corev1.Pod, msg string) string {
 			pg := o.(*schedulingv1alpha1.PodGroup)
-			meta.SetStatusCondition(&pg.Status.Conditions, metav1.Condition{
+			return writeCondition(ctx, g, pg, &pg.Status.Conditions, metav1.Condition{
 				Type: schedulingv1alpha1.PodGroupUnschedulable, Status: metav1.ConditionTrue,
 				Reason: schedulingv1alpha1.PodGroupReasonNotEnoughResources, Message: msg,
 			})
-			g.Expect(suite.Client.Status().Update(ctx, pg)).To(Succeed())
-			return msg
 		},
 		topology: &topologyKeeper{
 			placed: func(g Gomega, o client.Object, role string, required bool) {
@@ -210,12 +216,10 @@ var backends = []backend{
 		// PodGroup's PodGroupInitiallyScheduled condition.
 		unschedulable: func(ctx context.Context, g Gomega, o client.Object, _ []corev1.Pod, msg string) string {
 			pg := o.(*schedulingv1beta1.PodGroup)
-			meta.SetStatusCondition(&pg.Status.Conditions, metav1.Condition{
+			return writeCondition(ctx, g, pg, &pg.Status.Conditions, metav1.Condition{
 				Type: schedulingv1beta1.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse,
 				Reason: schedulingv1beta1.PodGroupReasonUnschedulable, Message: msg,
 			})
-			g.Expect(suite.Client.Status().Update(ctx, pg)).To(Succeed())
-			return msg
 		},
 	},
 }

@@ -7,9 +7,14 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	"github.com/troupe-ml/troupe/integrations"
+	"github.com/troupe-ml/troupe/integrations/kubenative"
 	"github.com/troupe-ml/troupe/internal/testutil"
 )
 
@@ -82,6 +87,34 @@ var _ = Describe("kubectl troupe status", Ordered, func() {
 		byName, err := status("-n", ns, "resnet")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(byName).To(MatchRegexp(`TFJob:\s+` + ns + `/resnet\n`))
+	})
+
+	It("shows a kube-scheduler gang's phase from its PodGroupInitiallyScheduled condition", func() {
+		native := testutil.MakePyTorchJob("native", ns).Replica(kubeflowv1.PyTorchJobReplicaTypeMaster, 1).Replica(kubeflowv1.PyTorchJobReplicaTypeWorker, 2).Obj()
+		native.Annotations = map[string]string{integrations.GangSchedulerAnnotation: kubenative.Name}
+		Expect(suite.Client.Create(ctx, native)).To(Succeed())
+		Eventually(func(g Gomega) {
+			out, err := status("-n", ns, "pytorchjob/native")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(out).To(MatchRegexp(`Backend:\s+kube-scheduler \(PodGroup native: no status yet\)`))
+		}).Should(Succeed())
+		// What kube-scheduler's GangScheduling writes when the gang does
+		// not fit.
+		Eventually(func(g Gomega) {
+			pg := &schedulingv1beta1.PodGroup{}
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "native"}, pg)).To(Succeed())
+			meta.SetStatusCondition(&pg.Status.Conditions, metav1.Condition{
+				Type: schedulingv1beta1.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse,
+				Reason: schedulingv1beta1.PodGroupReasonUnschedulable, Message: "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining",
+			})
+			g.Expect(suite.Client.Status().Update(ctx, pg)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			out, err := status("-n", ns, "pytorchjob/native")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(out).To(MatchRegexp(`Backend:\s+kube-scheduler \(PodGroup native: Unschedulable\)`))
+			g.Expect(out).To(ContainSubstring("minCount (3) cannot be satisfied: 2 scheduled"))
+		}).Should(Succeed())
 	})
 
 	It("refuses what it cannot show, saying why", func() {

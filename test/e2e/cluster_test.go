@@ -208,6 +208,33 @@ func (p *peer) check() {
 	GinkgoWriter.Printf("--- last lines of %s\n%s\n", p.LogFile(), strings.Join(lines[max(0, len(lines)-80):], "\n"))
 }
 
+// mixedPyTorchJob has a CPU-only master and GPU workers of 4 GPUs, as
+// PyTorch jobs often come.
+func mixedPyTorchJob(name, ns string, workers int32) *kubeflowv1.PyTorchJob {
+	return testutil.MakePyTorchJob(name, ns).
+		ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeMaster, cpuMaster(kubeflowv1.PyTorchJobDefaultContainerName)).
+		ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeWorker, gpuWorker(workers, kubeflowv1.PyTorchJobDefaultContainerName, "4")).
+		Obj()
+}
+
+// gangRestartJob makes job restart its whole gang at once when a member
+// fails with a retryable exit code.
+func gangRestartJob(job *kubeflowv1.PyTorchJob) *kubeflowv1.PyTorchJob {
+	for _, spec := range job.Spec.PyTorchReplicaSpecs {
+		spec.RestartPolicy = "ExitCode"
+	}
+	job.Spec.RunPolicy.GangPolicy = gangRestart()
+	return job
+}
+
+// startOperator runs the operator with flags until the container ends.
+func startOperator(flags ...string) {
+	GinkgoHelper()
+	op, err := testutil.StartOperatorWithFlags(suite.Env.Config, flags)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(op.Stop)
+}
+
 // gangRestart restarts the whole gang after a member's failure, at once.
 func gangRestart() *kubeflowv1.GangPolicy {
 	zero := int32(0)

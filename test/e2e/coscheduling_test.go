@@ -31,24 +31,14 @@ var _ = Describe("kube-scheduler with scheduler-plugins' Coscheduling", Ordered,
 		sched = startPeer(func(o peers.Options) (*peers.Process, error) {
 			return peers.StartCoscheduling(context.Background(), peers.CoschedulingOptions{Options: o, PermitWaitingTime: permitWait})
 		}, peers.CoschedulingBinary)
-		op, err := testutil.StartOperatorWithFlags(suite.Env.Config, []string{"--gang-scheduler-name=" + schedulerplugins.Name})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(op.Stop)
+		startOperator("--gang-scheduler-name=" + schedulerplugins.Name)
 	})
 	AfterEach(func() { sched.check() })
-
-	// A CPU-only master and GPU workers, as PyTorch jobs often come.
-	pytorchJob := func(name, ns string, workers int32) *kubeflowv1.PyTorchJob {
-		return testutil.MakePyTorchJob(name, ns).
-			ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeMaster, cpuMaster(kubeflowv1.PyTorchJobDefaultContainerName)).
-			ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeWorker, gpuWorker(workers, kubeflowv1.PyTorchJobDefaultContainerName, "4")).
-			Obj()
-	}
 
 	It("binds every pod of a PyTorchJob whose gang fits, each in its pool", func(ctx SpecContext) {
 		ns := suite.NewNamespace(ctx, "cosched-fits")
 		pools(ctx, ns, 1, 2, 4)
-		job := pytorchJob("fits", ns, 2)
+		job := mixedPyTorchJob("fits", ns, 2)
 		Expect(suite.Client.Create(ctx, job)).To(Succeed())
 
 		expectPlaced(ctx, peers.CoschedulingSchedulerName, expectAllBound(ctx, ns, jobPods("fits"), 3))
@@ -57,12 +47,7 @@ var _ = Describe("kube-scheduler with scheduler-plugins' Coscheduling", Ordered,
 	It("restarts a PyTorchJob whose worker failed as a whole gang, which Coscheduling binds whole again", func(ctx SpecContext) {
 		ns := suite.NewNamespace(ctx, "cosched-regang")
 		pools(ctx, ns, 1, 2, 4)
-		job := pytorchJob("regang", ns, 2)
-		for _, spec := range job.Spec.PyTorchReplicaSpecs {
-			spec.RestartPolicy = "ExitCode"
-		}
-		job.Spec.RunPolicy.GangPolicy = gangRestart()
-		Expect(suite.Client.Create(ctx, job)).To(Succeed())
+		Expect(suite.Client.Create(ctx, gangRestartJob(mixedPyTorchJob("regang", ns, 2)))).To(Succeed())
 
 		first := expectAllBound(ctx, ns, jobPods("regang"), 3)
 		expectGangRestarted(ctx, ns, "regang", peers.CoschedulingSchedulerName, first, 2)
@@ -73,7 +58,7 @@ var _ = Describe("kube-scheduler with scheduler-plugins' Coscheduling", Ordered,
 		// 12 GPUs for 3 workers of 4, but 6 a node: the master and two
 		// workers fit, and wait at Permit for a third that never comes.
 		pools(ctx, ns, 1, 2, 6)
-		job := pytorchJob("too-big", ns, 3)
+		job := mixedPyTorchJob("too-big", ns, 3)
 		Expect(suite.Client.Create(ctx, job)).To(Succeed())
 
 		// Coscheduling has rejected the gang, and the job says so in its

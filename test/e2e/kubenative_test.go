@@ -31,24 +31,14 @@ var _ = Describe("kube-scheduler's own gang scheduling (the Workload API)", Orde
 		sched = startPeer(func(o peers.Options) (*peers.Process, error) {
 			return peers.StartKubeScheduler(context.Background(), peers.KubeSchedulerOptions{Options: o, GangScheduling: true})
 		}, peers.KubeSchedulerBinary)
-		op, err := testutil.StartOperatorWithFlags(suite.Env.Config, []string{"--gang-scheduler-name=" + kubenative.Name})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(op.Stop)
+		startOperator("--gang-scheduler-name=" + kubenative.Name)
 	})
 	AfterEach(func() { sched.check() })
-
-	// A CPU-only master and GPU workers, as PyTorch jobs often come.
-	pytorchJob := func(name, ns string, workers int32) *kubeflowv1.PyTorchJob {
-		return testutil.MakePyTorchJob(name, ns).
-			ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeMaster, cpuMaster(kubeflowv1.PyTorchJobDefaultContainerName)).
-			ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeWorker, gpuWorker(workers, kubeflowv1.PyTorchJobDefaultContainerName, "4")).
-			Obj()
-	}
 
 	It("binds every pod of a mixed PyTorchJob whose gang fits, each in its pool, and marks the PodGroup scheduled", func(ctx SpecContext) {
 		ns := suite.NewNamespace(ctx, "native-fits")
 		pools(ctx, ns, 1, 2, 4)
-		Expect(suite.Client.Create(ctx, pytorchJob("fits", ns, 2))).To(Succeed())
+		Expect(suite.Client.Create(ctx, mixedPyTorchJob("fits", ns, 2))).To(Succeed())
 
 		pods := expectAllBound(ctx, ns, jobPods("fits"), 3)
 		expectPlaced(ctx, peers.KubeSchedulerName, pods)
@@ -64,41 +54,39 @@ var _ = Describe("kube-scheduler's own gang scheduling (the Workload API)", Orde
 		}).WithTimeout(bindTimeout).Should(Succeed())
 	})
 
-	It("binds no pod of a PyTorchJob whose gang does not fit, and says why on the job", func(ctx SpecContext) {
-		ns := suite.NewNamespace(ctx, "native-too-big")
-		// 12 GPUs for 3 workers of 4, but 6 a node: the master and two
-		// workers fit, the third does not, so none may bind.
-		pools(ctx, ns, 1, 2, 6)
-		Expect(suite.Client.Create(ctx, pytorchJob("too-big", ns, 3))).To(Succeed())
+	It("keeps a second PyTorchJob that does not fit beside the first pending with no pod bound, and says why on the job", func(ctx SpecContext) {
+		ns := suite.NewNamespace(ctx, "native-second")
+		// 8 GPUs: the first job's two workers take them all. The second
+		// job's master would fit on the CPU node, its workers nowhere, so
+		// none of its pods may bind.
+		pools(ctx, ns, 1, 2, 4)
+		Expect(suite.Client.Create(ctx, mixedPyTorchJob("first", ns, 2))).To(Succeed())
+		expectAllBound(ctx, ns, jobPods("first"), 3)
+		Expect(suite.Client.Create(ctx, mixedPyTorchJob("second", ns, 2))).To(Succeed())
 
 		var why string
 		Eventually(func(g Gomega) {
 			got := &kubeflowv1.PyTorchJob{}
-			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "too-big"}, got)).To(Succeed())
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "second"}, got)).To(Succeed())
 			c := testutil.Condition(&got.Status, engine.ConditionGangScheduled)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(corev1.ConditionFalse))
 			g.Expect(c.Reason).To(Equal(engine.ReasonGangUnschedulable))
 			why = c.Message
-			// kube-scheduler's verdict on the PodGroup: three of the four
-			// fit. (In 1.37 it does not say what the fourth lacks.)
-			g.Expect(why).To(ContainSubstring("minCount (4) cannot be satisfied: 3 scheduled"))
+			// kube-scheduler's verdict on the PodGroup: fewer than three
+			// fit. (In 1.37 it does not say what the others lack.)
+			g.Expect(why).To(ContainSubstring("minCount (3) cannot be satisfied"))
 		}).WithTimeout(bindTimeout).Should(Succeed())
 		AddReportEntry("the job's GangScheduled message", why)
 		// All or nothing, for several of kube-scheduler's retries.
-		Consistently(func(g Gomega) { noneBound(ctx, g, ns, jobPods("too-big"), 4) }).
+		Consistently(func(g Gomega) { noneBound(ctx, g, ns, jobPods("second"), 3) }).
 			WithTimeout(15 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 	})
 
 	It("restarts a PyTorchJob whose worker failed as a whole gang, which kube-scheduler binds whole again", func(ctx SpecContext) {
 		ns := suite.NewNamespace(ctx, "native-regang")
 		pools(ctx, ns, 1, 2, 4)
-		job := pytorchJob("regang", ns, 2)
-		for _, spec := range job.Spec.PyTorchReplicaSpecs {
-			spec.RestartPolicy = "ExitCode"
-		}
-		job.Spec.RunPolicy.GangPolicy = gangRestart()
-		Expect(suite.Client.Create(ctx, job)).To(Succeed())
+		Expect(suite.Client.Create(ctx, gangRestartJob(mixedPyTorchJob("regang", ns, 2)))).To(Succeed())
 		first := expectAllBound(ctx, ns, jobPods("regang"), 3)
 		firstGroup := &schedulingv1beta1.PodGroup{}
 		Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "regang"}, firstGroup)).To(Succeed())

@@ -3,7 +3,11 @@
 // Package e2e runs the operator against the real peer gang schedulers it
 // has backends for, each a whole process built from the Go module proxy
 // (hack/peer-schedulers.sh), on one real API server and etcd: kube-scheduler
-// with scheduler-plugins' Coscheduling, and Volcano's scheduler. envtest
+// with scheduler-plugins' Coscheduling, Volcano's scheduler, and upstream
+// kube-scheduler with its own gang scheduling (built by
+// hack/controlplane.sh beside the API server, which serves the Workload
+// API; no kube-controller-manager runs, so PodGroup protection is off, as
+// internal/localcluster.ServeWorkloadAPI says). envtest
 // runs no kubelet, so a pod counts as placed once it is bound
 // (spec.nodeName set).
 //
