@@ -115,7 +115,7 @@ func (Backend) SyncPodGroup(ctx context.Context, c client.Client, owner metav1.O
 	err := integrations.SyncOwned(ctx, c, owner, ref, wl, func() error {
 		if wl.ResourceVersion == "" {
 			wl.Spec = schedulingv1beta1.WorkloadSpec{
-				ControllerRef: &schedulingv1beta1.TypedLocalObjectReference{APIGroup: apiGroup(ref), Kind: ref.Kind, Name: ref.Name},
+				ControllerRef: &schedulingv1beta1.TypedLocalObjectReference{APIGroup: schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).Group, Kind: ref.Kind, Name: ref.Name},
 				PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{{
 					Name: TemplateName, SchedulingPolicy: policy, PriorityClassName: spec.PriorityClassName,
 				}},
@@ -165,12 +165,6 @@ func (Backend) SyncPodGroup(ctx context.Context, c client.Client, owner metav1.O
 }
 
 var errPreviousGang = errors.New("the PodGroup is being deleted")
-
-// apiGroup is the group of an owner reference's apiVersion.
-func apiGroup(ref metav1.OwnerReference) string {
-	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-	return gv.Group
-}
 
 // State is what kube-scheduler says of a PodGroup. It has no admission
 // step: the GangScheduling plugin holds a gang's pods until minCount of
