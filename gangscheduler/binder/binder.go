@@ -80,9 +80,17 @@ func New(c client.Client, recorder events.EventRecorder, workers int, opts ...Op
 // cycle places only what is missing, first of all, and the gang completes;
 // one that cannot be completed is reclaimed (actions.PartialGangs).
 func (b *Binder) Bind(ctx context.Context, decisions []framework.Decision) []error {
-	errs := make([]error, len(decisions))
-	parallel.ForEach(len(decisions), b.workers, func(i int) { errs[i] = b.bind(ctx, decisions[i]) })
-	return errs
+	s := b.Stream(ctx)
+	s.Add(decisions...)
+	return s.Wait()
+}
+
+// Stream returns a queue of binds: each decision added is bound as soon as
+// one of the binder's workers is free, in the order added, while the
+// caller goes on (a session deciding the next gang while the last one's
+// binds are under way). Wait returns one error per decision, in order.
+func (b *Binder) Stream(ctx context.Context) *parallel.Queue[framework.Decision] {
+	return parallel.NewQueue(b.workers, func(d framework.Decision) error { return b.bind(ctx, d) })
 }
 
 func (b *Binder) bind(ctx context.Context, d framework.Decision) error {

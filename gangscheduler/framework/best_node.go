@@ -43,8 +43,34 @@ func (ssn *Session) AddPreference(p Preference) { ssn.preferences = append(ssn.p
 // The score is the node orders' (NodeScore) plus, when a preference
 // applies to the task, the weighted preferences, each normalised over the
 // feasible nodes; that takes a second pass over them.
+//
+// Where the answer for a node reads only that node, an index kept per
+// class signature answers without visiting the nodes (bestIndex), with the
+// same node as the scan.
 func (ssn *Session) BestNode(cls *Class, task *api.TaskInfo) *api.NodeInfo {
+	if x := ssn.bestIndexFor(cls, task); x != nil {
+		return x.best()
+	}
 	return ssn.BestNodeIn(cls, task, ssn.CandidateNodes(cls, task))
+}
+
+// preferenceApplies says whether some preference has an opinion on task.
+// Applies depends only on what the class signature fixes.
+func (ssn *Session) preferenceApplies(task *api.TaskInfo) bool {
+	for i := range ssn.preferences {
+		if p := &ssn.preferences[i]; p.Applies == nil || p.Applies(task) {
+			return true
+		}
+	}
+	return false
+}
+
+// refusedNodes says whether job has nodes that refused its binds: a static
+// predicate then reads the job (predicates.bindRefused), not only the
+// signature.
+func (ssn *Session) refusedNodes(id api.JobID) bool {
+	job := ssn.Jobs[id]
+	return job != nil && len(job.RefusedNodes) > 0
 }
 
 // BestNodeIn is BestNode over the nodes of candidates alone (a topology

@@ -33,6 +33,10 @@ type Class struct {
 	// dynamic are the session's dynamic predicates that apply to the
 	// class (Session.AddPredicateFnFor).
 	dynamic []PredicateFn
+	// indexable says whether a bestIndex may answer BestNode for the
+	// class; index is the one it got.
+	indexable bool
+	index     *bestIndex
 	// others holds the same for the nodes outside candidates, per node
 	// Index. They fail the nodeSelector, and only a diagnosis of the whole
 	// cluster asks about them, so it is allocated on the first such ask.
@@ -94,7 +98,9 @@ func (ssn *Session) ClassOf(task *api.TaskInfo) *Class {
 		signature: task.ClassSignature,
 	}
 	cls.candidates, cls.at = ssn.candidates(task)
-	cls.dynamic = ssn.dynamicFor(task)
+	var nodeLocal bool
+	cls.dynamic, nodeLocal = ssn.dynamicFor(task)
+	cls.indexable = nodeLocal && !ssn.preferenceApplies(task) && !ssn.refusedNodes(task.Job)
 	cls.static = make([]uint8, len(cls.candidates))
 	c.byKey[key] = append(c.byKey[key], cls)
 	c.classes++

@@ -87,6 +87,7 @@ func (s *Statement) evict(task *api.TaskInfo, cause EvictionCause, reason string
 		if err := node.RemoveTask(task); err != nil {
 			return err
 		}
+		s.ssn.nodeChanged(node)
 	default:
 		node = nil
 	}
@@ -116,6 +117,7 @@ func (s *Statement) restoreEvictions(commit bool) {
 			if err := op.node.AddTask(op.task); err != nil {
 				panic(fmt.Sprintf("statement: restore eviction: %v", err))
 			}
+			s.ssn.nodeChanged(op.node)
 		}
 		if !commit {
 			op.task.Status = op.prev

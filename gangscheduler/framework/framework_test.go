@@ -269,3 +269,57 @@ func TestPredicateCacheReasonOverflow(t *testing.T) {
 		t.Errorf("evaluations = %d, want 300", got)
 	}
 }
+
+// TestOnCommit: each committed statement's placements reach the hook at
+// its commit, in order; a discarded or empty statement sends nothing; the
+// hook's decisions are what Bindings returns.
+func TestOnCommit(t *testing.T) {
+	snap := st.MustSnapshot(cpuNodes(2, "8"),
+		[]*corev1.Pod{
+			st.MakePod("ns", "a0").Job("a").Req("1", "").Obj(),
+			st.MakePod("ns", "a1").Job("a").Req("1", "").Obj(),
+			st.MakePod("ns", "b0").Job("b").Req("1", "").Obj(),
+			st.MakePod("ns", "c0").Job("c").Req("1", "").Obj(),
+		},
+		[]*api.JobInfo{st.MakeJob("ns", "a").MinMember(2).Obj(), st.MakeJob("ns", "b").Obj(), st.MakeJob("ns", "c").Obj()})
+	ssn := framework.OpenSession(snap)
+	var got [][]string
+	ssn.OnCommit(func(ds []framework.Decision) {
+		var names []string
+		for _, d := range ds {
+			names = append(names, d.Task.Name+"@"+d.Node)
+		}
+		got = append(got, names)
+	})
+	place := func(job string, commit bool) {
+		stmt := ssn.Statement()
+		for i, task := range snap.Jobs[api.JobID("ns/"+job)].PendingTasks() {
+			if err := stmt.Allocate(task, snap.NodeList[i%2]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if commit {
+			stmt.Commit()
+		} else {
+			stmt.Discard()
+		}
+	}
+	place("b", false)
+	ssn.Statement().Commit() // empty
+	if len(got) != 0 {
+		t.Fatalf("discarded or empty statements reached the hook: %v", got)
+	}
+	place("a", true)
+	place("c", true)
+	want := [][]string{{"a0@n00", "a1@n01"}, {"c0@n00"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("hook got %v, want %v", got, want)
+	}
+	var bound []string
+	for _, d := range ssn.Bindings() {
+		bound = append(bound, d.Task.Name+"@"+d.Node)
+	}
+	if fmt.Sprint(bound) != "[a0@n00 a1@n01 c0@n00]" {
+		t.Errorf("Bindings %v", bound)
+	}
+}

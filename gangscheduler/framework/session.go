@@ -28,10 +28,18 @@ type Session struct {
 	jobValid          []JobValidFn
 
 	cache predicateCache
+	// indexes answer BestNode per class signature (best_index.go);
+	// changed lists the nodes whose state changed in the session, by
+	// Index, in order, for them to catch up with.
+	indexes map[indexKey]*bestIndex
+	changed []int32
 	// labels are the nodes with a label, for CandidateNodes.
 	labels labelNodes
 
-	bindings      []Decision
+	bindings []Decision
+	// onCommit, if set, receives each committed statement's placements
+	// (OnCommit).
+	onCommit      func([]Decision)
 	evictions     []Eviction
 	unschedulable map[api.JobID]Unschedulable
 	admitted      map[api.JobID]bool
@@ -118,6 +126,15 @@ func (ssn *Session) AddPredicateFn(fn PredicateFn) {
 	ssn.dynamicPredicates = append(ssn.dynamicPredicates, dynamicPredicate{fn: fn})
 }
 
+// AddNodeLocalPredicateFn registers a dynamic predicate whose answer for a
+// node reads nothing but that node's state (the tasks on it, what they
+// take) and the fields of the task that its class signature fixes: the
+// resource fit, host ports. BestNode then keeps its answers per signature
+// and asks again only for the nodes that changed (bestIndex).
+func (ssn *Session) AddNodeLocalPredicateFn(fn PredicateFn) {
+	ssn.dynamicPredicates = append(ssn.dynamicPredicates, dynamicPredicate{fn: fn, nodeLocal: true})
+}
+
 // AddPredicateFnFor registers a dynamic predicate that only has something
 // to say about the tasks applies accepts: the others' checks skip it
 // altogether. applies must depend only on what the class signature fixes
@@ -133,20 +150,29 @@ func (ssn *Session) AddPredicateFnFor(fn PredicateFn, applies func(*api.TaskInfo
 type dynamicPredicate struct {
 	fn      PredicateFn
 	applies func(*api.TaskInfo) bool
+	// nodeLocal: see AddNodeLocalPredicateFn.
+	nodeLocal bool
 }
 
-// dynamicFor returns the dynamic predicates that apply to task.
-func (ssn *Session) dynamicFor(task *api.TaskInfo) []PredicateFn {
+// dynamicFor returns the dynamic predicates that apply to task, and
+// whether all of them are node-local.
+func (ssn *Session) dynamicFor(task *api.TaskInfo) (fns []PredicateFn, nodeLocal bool) {
 	out := make([]PredicateFn, 0, len(ssn.dynamicPredicates))
+	nodeLocal = true
 	for _, p := range ssn.dynamicPredicates {
 		if p.applies == nil || p.applies(task) {
 			out = append(out, p.fn)
+			nodeLocal = nodeLocal && p.nodeLocal
 		}
 	}
-	return out
+	return out, nodeLocal
 }
 
-// AddNodeOrderFn registers a node score.
+// AddNodeOrderFn registers a node score. It must read nothing but the node
+// (its object and state) and the fields of the task that its class
+// signature fixes: BestNode keeps scores per signature and recomputes a
+// node's only when the node changes (bestIndex). A score that reads other
+// nodes or other pods is a Preference.
 func (ssn *Session) AddNodeOrderFn(fn NodeOrderFn) { ssn.nodeOrders = append(ssn.nodeOrders, fn) }
 
 // AddJobOrderFn registers a job order.
@@ -181,7 +207,7 @@ func (ssn *Session) PredicateWithClass(cls *Class, task *api.TaskInfo, node *api
 	if cls != nil {
 		dynamic = cls.dynamic
 	} else {
-		dynamic = ssn.dynamicFor(task)
+		dynamic, _ = ssn.dynamicFor(task)
 	}
 	for _, fn := range dynamic {
 		if s := fn(task, node); !s.Fit {
@@ -290,6 +316,19 @@ func (ssn *Session) JobValid(job *api.JobInfo) *ValidateResult {
 func (ssn *Session) Statement() *Statement {
 	return &Statement{ssn: ssn}
 }
+
+// OnCommit registers fn to receive each statement's placements the moment
+// the statement is committed, in commit order, while the session goes on:
+// the scheduler starts a gang's binds as soon as the gang is decided
+// rather than after the whole backlog is. A commit is final (nothing in a
+// session undoes it: a later eviction is a decision of its own), so what
+// fn receives is exactly what Bindings returns at the end, in order. fn
+// runs on the session's goroutine and must not change the session. What
+// it hands to other goroutines may be read there while the session goes
+// on only where a commit fixes it: the Decision's own fields and its
+// task's Pod, UID and Job (the session keeps writing the task's status
+// fields).
+func (ssn *Session) OnCommit(fn func([]Decision)) { ssn.onCommit = fn }
 
 // Bindings returns every committed decision so far, in commit order.
 func (ssn *Session) Bindings() []Decision {

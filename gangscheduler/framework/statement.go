@@ -52,6 +52,7 @@ func (s *Statement) AllocateLabelled(task *api.TaskInfo, node *api.NodeInfo, lab
 		task.NodeName, task.Status = "", api.Pending
 		return err
 	}
+	s.ssn.nodeChanged(node)
 	s.ops = append(s.ops, Decision{Task: task, Node: node.Name, Labels: labels})
 	s.ssn.fireAllocate(task)
 	return nil
@@ -68,9 +69,11 @@ func (s *Statement) Discard() {
 		op := s.ops[i]
 		// The node and the task were checked by Allocate and nothing else
 		// moves a task out of Allocated, so this cannot fail.
-		if err := s.ssn.Nodes[op.Node].RemoveTask(op.Task); err != nil {
+		node := s.ssn.Nodes[op.Node]
+		if err := node.RemoveTask(op.Task); err != nil {
 			panic(fmt.Sprintf("statement discard: %v", err))
 		}
+		s.ssn.nodeChanged(node)
 		op.Task.NodeName, op.Task.Status = "", api.Pending
 		s.ssn.fireDeallocate(op.Task)
 	}
@@ -88,6 +91,9 @@ func (s *Statement) Commit() []Decision {
 	s.closed = true
 	s.ssn.bindings = append(s.ssn.bindings, s.ops...)
 	s.restoreEvictions(true)
+	if s.ssn.onCommit != nil && len(s.ops) > 0 {
+		s.ssn.onCommit(slices.Clone(s.ops))
+	}
 	return slices.Clone(s.ops)
 }
 

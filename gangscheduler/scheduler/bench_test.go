@@ -104,7 +104,7 @@ func BenchmarkCycleScarceFit(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.StartTimer()
-					d = decide(s.Snapshot, plugs, acts)
+					d = decide(s.Snapshot, plugs, acts, nil)
 					if len(d.bindings) != 188 {
 						b.Fatalf("bound %d of 188 pods", len(d.bindings))
 					}

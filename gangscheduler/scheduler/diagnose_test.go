@@ -54,7 +54,7 @@ func TestDecide(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			job := st.MakeJob("ns", "g").MinMember(int32(tc.workers) + 1).Obj()
 			snap := st.MustSnapshot(mixedCluster(), gangPods("g", tc.workers, tc.gpus), []*api.JobInfo{job})
-			d := decide(snap, plugins.Default(), []framework.Action{actions.NewAllocate()})
+			d := decide(snap, plugins.Default(), []framework.Action{actions.NewAllocate()}, nil)
 			got := map[string]string{}
 			for _, b := range d.bindings {
 				got[b.Task.Name] = snap.Nodes[b.Node].Node.Labels["pool"]
@@ -107,7 +107,7 @@ func TestDecideDiagnosesEachShapeOnce(t *testing.T) {
 		jobs = append(jobs, st.MakeJob("ns", "other").MinMember(2).Obj())
 		pods = append(pods, gangPods("other", 1, 6)...)
 		snap := st.MustSnapshot(mixedCluster(), pods, jobs)
-		return decide(snap, plugins.Default(), []framework.Action{actions.NewAllocate()}), snap
+		return decide(snap, plugins.Default(), []framework.Action{actions.NewAllocate()}, nil), snap
 	}
 	small, _ := backlog(2)
 	large, snap := backlog(20)

@@ -24,6 +24,7 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/cache"
 	"github.com/troupe-ml/troupe/gangscheduler/eventsink"
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
+	"github.com/troupe-ml/troupe/gangscheduler/internal/parallel"
 	"github.com/troupe-ml/troupe/gangscheduler/internal/threadcpu"
 	"github.com/troupe-ml/troupe/gangscheduler/metrics"
 	"github.com/troupe-ml/troupe/gangscheduler/status"
@@ -55,9 +56,10 @@ type Options struct {
 	// members on nodes are reclaimed (actions.PartialGangs); negative
 	// means actions.DefaultPartialGangGrace.
 	PartialGangGrace time.Duration
-	// Fence, if set, is asked before each commit whether this replica
-	// still leads (cmdutil.LeaseFence); a cycle it refuses commits
-	// nothing: no bind, eviction or status write.
+	// Fence, if set, is asked whether this replica still leads
+	// (cmdutil.LeaseFence) before each gang's binds and before the
+	// cycle's evictions and status writes; once it refuses, the cycle
+	// commits nothing more: no bind, eviction or status write.
 	Fence func() error
 	Log   logr.Logger
 }
@@ -118,6 +120,16 @@ func (s *Scheduler) Start(ctx context.Context) error {
 }
 
 // RunOnce runs one cycle.
+//
+// A gang's binds start the moment the session commits it (commit.dispatch),
+// while the session goes on deciding the gangs after it: the decision
+// stays a pure function of the snapshot, and only its side effects start
+// earlier, so a backlog's first gang is bound after its own decision
+// rather than after everyone's. The session counts what it committed on
+// its nodes, so the gangs decided later never take the room of one whose
+// binds are under way. The cycle ends once its binds have returned: the
+// evictions and the status writes follow them, and the next cycle's
+// snapshot sees each bind done or, if it failed, the pod pending again.
 func (s *Scheduler) RunOnce(ctx context.Context) error {
 	start := time.Now()
 	defer func() {
@@ -131,13 +143,15 @@ func (s *Scheduler) RunOnce(ctx context.Context) error {
 		snapshotted, decided time.Time
 		err                  error
 	)
+	c := &commit{s: s, ctx: ctx}
+	defer c.releaseEvents()
 	onThread(func() {
 		if state, err = s.cache.Snapshot(ctx); err != nil {
 			return
 		}
 		s.stamp(state, start)
 		snapshotted = time.Now()
-		d = decide(state.Snapshot, s.opts.Plugins, s.decisionActions())
+		d = decide(state.Snapshot, s.opts.Plugins, s.decisionActions(), c.dispatch)
 		decided = time.Now()
 	})
 	if err != nil {
@@ -147,22 +161,20 @@ func (s *Scheduler) RunOnce(ctx context.Context) error {
 	metrics.SnapshotDuration.Observe(snapshotted.Sub(start).Seconds())
 	metrics.DecisionDuration.Observe(decided.Sub(start).Seconds())
 	metrics.PredicateEvaluations.Add(float64(d.stats.PredicateEvaluations))
-	if s.opts.Fence != nil {
-		if err := s.opts.Fence(); err != nil {
-			metrics.FencedCycles.Inc()
-			s.opts.Log.Info("Not committing the cycle: this replica may no longer lead", "reason", err.Error())
-			return nil
-		}
-	}
 
-	release := s.holdEvents()
-	bindErr := s.bind(ctx, state, d.bindings)
+	bindErr := c.settle()
+	if err := c.leads(); err != nil {
+		metrics.FencedCycles.Inc()
+		s.opts.Log.Info("Not committing the rest of the cycle: this replica may no longer lead", "reason", err.Error(),
+			"bindsDispatched", len(c.sent), "bindsDecided", len(d.bindings))
+		return bindErr
+	}
+	c.holdEvents()
 	evictErr := s.evict(ctx, state, d)
 	writeErr := s.writeStatus(ctx, state, d, time.Now())
-	release()
 	if len(d.bindings)+len(d.evictions) > 0 {
 		s.opts.Log.V(1).Info("Cycle committed", "binds", len(d.bindings), "evictions", len(d.evictions), "duration", time.Since(start),
-			"snapshot", snapshotted.Sub(start), "session", decided.Sub(snapshotted))
+			"snapshot", snapshotted.Sub(start), "session", decided.Sub(snapshotted), "firstBind", c.firstDispatch.Sub(start))
 	}
 	return errors.Join(bindErr, evictErr, writeErr)
 }
@@ -201,15 +213,6 @@ func onThread(decide func()) {
 	}
 }
 
-// holdEvents holds the event gate, if there is one, until the returned
-// release is called.
-func (s *Scheduler) holdEvents() (release func()) {
-	if s.opts.EventGate == nil {
-		return func() {}
-	}
-	return s.opts.EventGate.Hold()
-}
-
 // decision is what a session decided, taken out of it before the commit.
 type decision struct {
 	bindings  []framework.Decision
@@ -240,14 +243,19 @@ type Decision struct {
 // cycle does before its commit, and returns what it decided. It changes
 // snap and nothing else.
 func Decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Action) Decision {
-	d := decide(snap, plugins, acts)
+	d := decide(snap, plugins, acts, nil)
 	return Decision{Bindings: d.bindings, Evictions: d.evictions, Findings: d.findings, Diagnoses: d.diagnoses}
 }
 
 // decide runs a session over snap: a pure function of the snapshot (it
-// changes the snapshot, which the cycle owns, and nothing else).
-func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Action) decision {
+// changes the snapshot, which the cycle owns, and nothing else). onCommit,
+// if not nil, is handed each gang's placements as the session commits
+// them (framework.Session.OnCommit).
+func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Action, onCommit func([]framework.Decision)) decision {
 	ssn := framework.OpenSession(snap, plugins...)
+	if onCommit != nil {
+		ssn.OnCommit(onCommit)
+	}
 	ssn.Run(acts...)
 	d := decision{
 		bindings:  ssn.Bindings(),
@@ -287,32 +295,90 @@ func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Act
 	return d
 }
 
-// bind binds the decisions. Each pod is assumed bound first, so that the
-// next snapshot counts it on its node even before the informer shows the
-// bind; a failed bind forgets it, and the next cycle places it again,
-// elsewhere if the API server refused this node (bindRefusals). The
-// tasks are updated to what happened (Bound, or Pending again) for the
-// status that follows.
+// commit is one cycle's side effects: the binds it started while its
+// session was still deciding, and the fence's word on whether this replica
+// may commit at all.
+type commit struct {
+	s   *Scheduler
+	ctx context.Context
+	// binds are the binds under way, nil until the first gang is
+	// dispatched; sent are their decisions, in the order dispatched.
+	binds *parallel.Queue[framework.Decision]
+	sent  []framework.Decision
+	// refused is the fence's refusal, once it gave one: it stands for the
+	// rest of the cycle.
+	refused       error
+	release       func()
+	firstDispatch time.Time
+}
+
+// dispatch is the session's OnCommit hook: it starts the binds of a gang
+// the session just committed, as one piece. Each pod is assumed bound
+// first, so that the next snapshot counts it on its node even before the
+// informer shows the bind. The fence is asked before each gang, so a
+// replica that stopped leading mid-session binds no gang after that, and
+// none partly. The call only queues the binds: the session goes on to the
+// next gang while they run.
+func (c *commit) dispatch(decisions []framework.Decision) {
+	if c.leads() != nil {
+		return
+	}
+	if c.binds == nil {
+		c.holdEvents()
+		c.binds = c.s.binder.Stream(c.ctx)
+		c.firstDispatch = time.Now()
+	}
+	for _, d := range decisions {
+		c.s.cache.Assume(types.UID(d.Task.UID), d.Node)
+	}
+	c.binds.Add(decisions...)
+	c.sent = append(c.sent, decisions...)
+}
+
+// leads asks the fence, if there is one, whether this replica still leads.
+func (c *commit) leads() error {
+	if c.refused == nil && c.s.opts.Fence != nil {
+		c.refused = c.s.opts.Fence()
+	}
+	return c.refused
+}
+
+// holdEvents holds the event gate, if there is one, until the cycle ends:
+// the events the binds and status writes record wait behind them.
+func (c *commit) holdEvents() {
+	if c.release == nil && c.s.opts.EventGate != nil {
+		c.release = c.s.opts.EventGate.Hold()
+	}
+}
+
+func (c *commit) releaseEvents() {
+	if c.release != nil {
+		c.release()
+	}
+}
+
+// settle waits for the binds dispatched and records what happened. A
+// failed bind forgets its assumption, and the next cycle places the pod
+// again, elsewhere if the API server refused this node (bindRefusals).
+// The tasks are updated to what happened (Bound, or Pending again) for
+// the status that follows.
 //
 // A failed bind does not undo the gang's other binds: undoing is itself
 // API calls that can fail, and the next cycle completes the gang first of
 // all (see actions.Allocate), usually on another node. A gang that cannot
 // be completed is reclaimed after the grace period (actions.PartialGangs);
 // until then its status says it is partial.
-func (s *Scheduler) bind(ctx context.Context, state *cache.State, decisions []framework.Decision) error {
-	if len(decisions) == 0 {
+func (c *commit) settle() error {
+	if c.binds == nil {
 		return nil
 	}
-	for _, d := range decisions {
-		s.cache.Assume(types.UID(d.Task.UID), d.Node)
-	}
-	errs := s.binder.Bind(ctx, decisions)
+	errs := c.binds.Wait()
 	var failed []error
-	for i, d := range decisions {
+	for i, d := range c.sent {
 		if errs[i] != nil {
-			s.cache.Forget(types.UID(d.Task.UID))
+			c.s.cache.Forget(types.UID(d.Task.UID))
 			if isRefusal(errs[i]) {
-				s.refusals.record(d.Task.Job, d.Node, s.now())
+				c.s.refusals.record(d.Task.Job, d.Node, c.s.now())
 			}
 			d.Task.Status, d.Task.NodeName = api.Pending, ""
 			failed = append(failed, errs[i])
@@ -321,7 +387,7 @@ func (s *Scheduler) bind(ctx context.Context, state *cache.State, decisions []fr
 		d.Task.Status = api.Bound
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d binds failed, retried next cycle; first: %w", len(failed), len(decisions), failed[0])
+		return fmt.Errorf("%d of %d binds failed, retried next cycle; first: %w", len(failed), len(c.sent), failed[0])
 	}
 	return nil
 }

@@ -73,8 +73,8 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddStaticPredicateFn(NodeAffinity)
 	ssn.AddStaticPredicateFn(p.taints)
 	ssn.AddStaticPredicateFn(Allocatable)
-	ssn.AddPredicateFn(HostPorts)
-	ssn.AddPredicateFn(Resources)
+	ssn.AddNodeLocalPredicateFn(HostPorts)
+	ssn.AddNodeLocalPredicateFn(Resources)
 }
 
 // bindRefused keeps a gang off the nodes that refused its binds.

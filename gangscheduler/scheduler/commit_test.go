@@ -1,0 +1,173 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	clientevents "k8s.io/client-go/tools/events"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/gangscheduler/actions"
+	"github.com/troupe-ml/troupe/gangscheduler/binder"
+	"github.com/troupe-ml/troupe/gangscheduler/cache"
+	"github.com/troupe-ml/troupe/gangscheduler/framework"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins"
+	"github.com/troupe-ml/troupe/gangscheduler/queues"
+	"github.com/troupe-ml/troupe/gangscheduler/scheduler"
+	"github.com/troupe-ml/troupe/gangscheduler/status"
+	"github.com/troupe-ml/troupe/internal/testutil"
+)
+
+// watchBinds is an action that runs after allocate, still inside the
+// session: it waits (up to a bound far beyond a bind's time) until the API
+// server shows every pod the session has committed so far bound, and
+// records whether it did. A scheduler that binds only after the session
+// ends makes it wait the whole bound and record false.
+type watchBinds struct {
+	c     client.Client
+	ns    string
+	wait  time.Duration
+	bound atomic.Bool
+	saw   atomic.Int32
+}
+
+func (*watchBinds) Name() string { return "watch-binds" }
+
+func (w *watchBinds) Execute(ssn *framework.Session) {
+	want := len(ssn.Bindings())
+	deadline := time.Now().Add(w.wait)
+	for time.Now().Before(deadline) {
+		var pods corev1.PodList
+		if err := w.c.List(context.Background(), &pods, client.InNamespace(w.ns)); err == nil {
+			n := 0
+			for _, p := range pods.Items {
+				if p.Spec.NodeName != "" {
+					n++
+				}
+			}
+			w.saw.Store(int32(n))
+			if want > 0 && n == want {
+				w.bound.Store(true)
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+var _ = Describe("a cycle's commit", Serial, func() {
+	var (
+		ctx context.Context
+		ns  string
+	)
+
+	// gangs creates n gangs of two 1-CPU pods, named g0..g{n-1}, on two
+	// nodes of 8 CPU.
+	gangs := func(n int) {
+		for i := range 2 {
+			node := testutil.MakeNode(fmt.Sprintf("%s-n%d", ns, i)).Capacity("8", "32Gi").Obj()
+			Expect(testutil.CreateReadyNode(ctx, suite.Client, node)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(suite.Client.Delete(context.Background(), node))).To(Succeed()) })
+		}
+		for g := range n {
+			name := fmt.Sprintf("g%d", g)
+			Expect(suite.Client.Create(ctx, testutil.MakePodGroup(name, ns).MinMember(2).Obj())).To(Succeed())
+			for m := range 2 {
+				pod := testutil.MakeGangPod(fmt.Sprintf("%s-%d", name, m), ns).Group(name).Role("worker").
+					Request(corev1.ResourceCPU, "1").Obj()
+				Expect(suite.Client.Create(ctx, pod)).To(Succeed())
+			}
+		}
+	}
+
+	// newScheduler assembles troupe-scheduler from its parts over a fresh
+	// informer cache, with the allocate action and then extra.
+	newScheduler := func(fence func() error, extra ...framework.Action) *scheduler.Scheduler {
+		cctx, cancel := context.WithCancel(ctx)
+		DeferCleanup(cancel)
+		informers, err := ctrlcache.New(suite.Env.Config, ctrlcache.Options{Scheme: scheme.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+		c, err := cache.New(cctx, informers, cache.Options{SchedulerName: "troupe-scheduler"})
+		Expect(err).NotTo(HaveOccurred())
+		go func() { _ = informers.Start(cctx) }()
+		Expect(c.WaitForSync(cctx)).To(BeTrue())
+		recorder := clientevents.NewFakeRecorder(1000)
+		return scheduler.New(c, binder.New(suite.Client, recorder, 4), status.NewWriter(suite.Client, recorder, 4),
+			scheduler.Options{
+				Actions: append([]framework.Action{actions.NewAllocate()}, extra...),
+				Plugins: plugins.Default(),
+				Fence:   fence,
+			})
+	}
+
+	boundPods := func(g Gomega) map[string]string {
+		var pods corev1.PodList
+		g.Expect(suite.Client.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+		out := map[string]string{}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				out[p.Name] = p.Spec.NodeName
+			}
+		}
+		return out
+	}
+
+	BeforeEach(func() {
+		ctx = context.Background()
+		ns = suite.NewNamespace(ctx, "commit")
+		Expect(queues.EnsureDefaultQueue(ctx, suite.Client)).To(Succeed())
+	})
+
+	It("starts a gang's binds while the session is still deciding, and writes the status after them", func() {
+		gangs(3)
+		watch := &watchBinds{c: suite.Client, ns: ns, wait: 20 * time.Second}
+		s := newScheduler(nil, watch)
+		Expect(s.RunOnce(ctx)).To(Succeed())
+
+		Expect(watch.bound.Load()).To(BeTrue(),
+			"the API server showed %d of 6 pods bound while the session went on: binds waited for the session's end", watch.saw.Load())
+		Expect(boundPods(Default)).To(HaveLen(6))
+		for g := range 3 {
+			var pg schedulingv1alpha1.PodGroup
+			Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("g%d", g)}, &pg)).To(Succeed())
+			Expect(pg.Status.Phase).To(Equal(schedulingv1alpha1.PodGroupRunning), "PodGroup g%d", g)
+		}
+	})
+
+	It("binds no gang, and no part of one, once the fence refuses mid-session, and writes no status", func() {
+		gangs(3)
+		var asked atomic.Int32
+		lost := errors.New("lease not renewed within the deadline")
+		// The fence lets the first gang through, then refuses.
+		fence := func() error {
+			if asked.Add(1) > 1 {
+				return lost
+			}
+			return nil
+		}
+		s := newScheduler(fence)
+		Expect(s.RunOnce(ctx)).To(Succeed())
+
+		bound := boundPods(Default)
+		Expect(bound).To(HaveLen(2), "only the first gang decided is bound")
+		Expect(bound).To(SatisfyAny(HaveKey("g0-0"), HaveKey("g1-0"), HaveKey("g2-0")))
+		for g := range 3 {
+			_, a := bound[fmt.Sprintf("g%d-0", g)]
+			_, b := bound[fmt.Sprintf("g%d-1", g)]
+			Expect(a).To(Equal(b), "gang g%d bound partly", g)
+			var pg schedulingv1alpha1.PodGroup
+			Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("g%d", g)}, &pg)).To(Succeed())
+			Expect(pg.Status.Phase).To(BeEmpty(), "a fenced cycle wrote the status of PodGroup g%d", g)
+		}
+		Consistently(boundPods).WithTimeout(time.Second).Should(HaveLen(2))
+	})
+})
