@@ -103,7 +103,9 @@ func randomCluster(rng *rand.Rand) (*api.Snapshot, []*api.TaskInfo) {
 		func(p *st.PodWrapper) *st.PodWrapper { return p.Req("2", "4Gi").GPU(1) },
 		func(p *st.PodWrapper) *st.PodWrapper { return p.Req("3", "2Gi") },
 		func(p *st.PodWrapper) *st.PodWrapper { return p.Req("1", "1Gi").HostPort("", "", 8080) },
-		func(p *st.PodWrapper) *st.PodWrapper { return p.Req("2", "2Gi").PreferredNodeAffinity(5, "pool", "gpu") },
+		func(p *st.PodWrapper) *st.PodWrapper {
+			return p.Req("2", "2Gi").PreferredNodeAffinity(5, "pool", "gpu")
+		},
 	}
 	var pods []*corev1.Pod
 	var jobs []*api.JobInfo
