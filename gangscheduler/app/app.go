@@ -97,6 +97,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 	if opts.Config == nil {
 		opts.Config = config.Default()
 	}
+	if err := cmdutil.SetWatchListClient(opts.WatchListClient); err != nil {
+		return err
+	}
 	acts, plugs, err := opts.Config.Build()
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)

@@ -39,6 +39,9 @@ type Options struct {
 	MinCyclePeriod          time.Duration
 	MaxIdlePeriod           time.Duration
 	PartialGangGrace        time.Duration
+	// WatchListClient starts informers with client-go's streamed watch
+	// list (cmdutil.SetWatchListClient).
+	WatchListClient bool
 
 	// Config is the parsed --config file (the default without one); set
 	// by ParseFlags.
@@ -82,6 +85,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.PodScheduledEvents, "pod-scheduled-events", o.PodScheduledEvents, "Record a Scheduled event on every pod bound, as kube-scheduler does. Each is one more API write per pod; false keeps the gang's one Scheduled event on its PodGroup (failed binds are recorded on their pods either way).")
 	fs.DurationVar(&o.MinCyclePeriod, "min-cycle-period", o.MinCyclePeriod, "Least time between the starts of two scheduling cycles; changes that arrive meanwhile are handled together.")
 	fs.DurationVar(&o.MaxIdlePeriod, "max-idle-period", o.MaxIdlePeriod, "Most time between two cycles when nothing changes (schedule timeouts still fall due).")
+	fs.BoolVar(&o.WatchListClient, "watch-list-client", o.WatchListClient, "Start the informers with a streamed watch list (client-go's WatchListClient, on by default in client-go) instead of a paged list. Off by default: on a resource nobody wrote lately, the API server holds the stream until its watch cache is provably fresh, which delayed the first cycle by up to a second.")
 	fs.DurationVar(&o.PartialGangGrace, "partial-gang-grace-period", o.PartialGangGrace, "How long a gang may stay partial (some members bound, the gang not whole: a bind refused, a member lost, a commit interrupted) before the scheduler deletes its members on nodes for their controller to recreate; it completes such a gang first of all meanwhile. 0 reclaims in the first cycle that cannot complete it.")
 }
 
