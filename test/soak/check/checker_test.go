@@ -100,6 +100,20 @@ var twoRunning = []step{
 
 func seq(parts ...[]step) []step { return slices.Concat(parts...) }
 
+// play feeds the steps to a new checker; it returns the checker and the
+// invariants flagged, in order.
+func play(cfg Config, steps []step) (*Checker, []string) {
+	c := New(cfg)
+	for _, s := range steps {
+		s.do(c, t0.Add(time.Duration(s.at*float64(time.Second))))
+	}
+	var got []string
+	for _, v := range c.Violations() {
+		got = append(got, v.Invariant)
+	}
+	return c, got
+}
+
 // elasticRunning is twoRunning for a job that is elastic (with a
 // minimum of min workers, no master, worker 0 hosting the rendezvous) or
 // not (min 0).
@@ -428,14 +442,7 @@ func TestCheckers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := New(cfg)
-			for _, s := range tc.steps {
-				s.do(c, t0.Add(time.Duration(s.at*float64(time.Second))))
-			}
-			var got []string
-			for _, v := range c.Violations() {
-				got = append(got, v.Invariant)
-			}
+			c, got := play(cfg, tc.steps)
 			if !slices.Equal(got, tc.want) {
 				var lines []string
 				for _, v := range c.Violations() {

@@ -217,29 +217,7 @@ func indexes(n int) []int {
 // admits it and has room for it, node by node (several pods may share a
 // node).
 func canPlace(pods []Pod, rooms []room) bool {
-	pl := newPlacement(pods)
-	var search func(left []int, rooms []room) bool
-	search = func(left []int, rooms []room) bool {
-		if len(left) == 0 {
-			return true
-		}
-		key := pl.state(left, rooms)
-		if v, ok := pl.memo[key]; ok {
-			return v
-		}
-		ok := false
-		// Every pod must go somewhere: trying the first one's nodes covers
-		// every placement.
-		for _, m := range pl.moves(left, rooms, 0) {
-			if search(apply(left, rooms, m)) {
-				ok = true
-				break
-			}
-		}
-		pl.memo[key] = ok
-		return ok
-	}
-	return search(indexes(len(pods)), rooms)
+	return newPlacement(pods).search(indexes(len(pods)), rooms, false)
 }
 
 // alwaysPlaces reports whether every greedy placement succeeds: whatever
@@ -250,41 +228,54 @@ func canPlace(pods []Pod, rooms []room) bool {
 // canPlace only may be missed by such a scheduler through no fault of
 // its rules (its order or scores led it into a dead end).
 func alwaysPlaces(pods []Pod, rooms []room) bool {
-	pl := newPlacement(pods)
-	var search func(left []int, rooms []room) bool
-	search = func(left []int, rooms []room) bool {
-		if len(left) == 0 {
-			return true
-		}
-		key := pl.state(left, rooms)
-		if v, ok := pl.memo[key]; ok {
-			return v
-		}
-		ok := true
-		tried := map[string]bool{}
-		for i := range left {
-			if c := pl.class[left[i]]; tried[c] {
-				continue
-			} else {
-				tried[c] = true
-			}
-			ms := pl.moves(left, rooms, i)
-			if len(ms) == 0 {
-				ok = false
-				break
-			}
-			for _, m := range ms {
-				if !search(apply(left, rooms, m)) {
-					ok = false
-					break
-				}
-			}
-			if !ok {
-				break
-			}
-		}
-		pl.memo[key] = ok
-		return ok
+	return newPlacement(pods).search(indexes(len(pods)), rooms, true)
+}
+
+// search answers canPlace (every false) or alwaysPlaces (every true) for
+// the pods left and the rooms, remembering each state's answer (a
+// placement answers one of the two questions only).
+func (pl *placement) search(left []int, rooms []room, every bool) bool {
+	if len(left) == 0 {
+		return true
 	}
-	return search(indexes(len(pods)), rooms)
+	key := pl.state(left, rooms)
+	if v, ok := pl.memo[key]; ok {
+		return v
+	}
+	var ok bool
+	if every {
+		ok = pl.everyMove(left, rooms)
+	} else {
+		// Every pod must go somewhere: trying the first one's nodes covers
+		// every placement.
+		ok = slices.ContainsFunc(pl.moves(left, rooms, 0), func(m move) bool {
+			l, r := apply(left, rooms, m)
+			return pl.search(l, r, false)
+		})
+	}
+	pl.memo[key] = ok
+	return ok
+}
+
+// everyMove reports whether every pod left has a node, and every move
+// leads to a placement of all of them however it goes on.
+func (pl *placement) everyMove(left []int, rooms []room) bool {
+	tried := map[string]bool{}
+	for i := range left {
+		if c := pl.class[left[i]]; tried[c] {
+			continue
+		} else {
+			tried[c] = true
+		}
+		ms := pl.moves(left, rooms, i)
+		if len(ms) == 0 {
+			return false
+		}
+		for _, m := range ms {
+			if l, r := apply(left, rooms, m); !pl.search(l, r, true) {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -197,14 +197,7 @@ func TestWaits(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := New(cfg)
-			for _, s := range tc.steps {
-				s.do(c, t0.Add(time.Duration(s.at*float64(time.Second))))
-			}
-			var got []string
-			for _, v := range c.Violations() {
-				got = append(got, v.Invariant)
-			}
+			c, got := play(cfg, tc.steps)
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("flagged %v, want %v: %v", got, tc.want, c.Violations())
 			}
