@@ -39,6 +39,9 @@ type Options struct {
 	// PartialMargin what a gang may stay partial beyond it while a
 	// scheduler leads.
 	PartialGrace, PartialMargin time.Duration
+	// WaitLimit is how long a gang may wait with room while no other gang
+	// wants any and a scheduler leads (check.Config.WaitLimit).
+	WaitLimit time.Duration
 	// LeaseDuration, RenewDeadline and RetryPeriod are every replica's
 	// leader-election timing.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
@@ -66,6 +69,7 @@ func NewOptions() *Options {
 		ChaosEvery:      12 * time.Second,
 		PartialGrace:    10 * time.Second,
 		PartialMargin:   15 * time.Second,
+		WaitLimit:       15 * time.Second,
 		LeaseDuration:   8 * time.Second,
 		RenewDeadline:   5 * time.Second,
 		RetryPeriod:     time.Second,
@@ -90,6 +94,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.ChaosEvery, "chaos-every", o.ChaosEvery, "Mean time between two process faults (SIGKILL of a leader, of both, SIGSTOP past the lease).")
 	fs.DurationVar(&o.PartialGrace, "partial-gang-grace-period", o.PartialGrace, "The schedulers' --partial-gang-grace-period.")
 	fs.DurationVar(&o.PartialMargin, "partial-gang-margin", o.PartialMargin, "How long beyond the grace a gang may stay partial while a scheduler leads before it is a violation.")
+	fs.DurationVar(&o.WaitLimit, "wait-limit", o.WaitLimit, "How long a gang may wait, with a scheduler leading, while the free room holds it however it is placed and no other gang wants room, before it is a violation.")
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", o.LeaseDuration, "Every replica's --leader-elect-lease-duration.")
 	fs.DurationVar(&o.RenewDeadline, "renew-deadline", o.RenewDeadline, "Every replica's --leader-elect-renew-deadline.")
 	fs.DurationVar(&o.RetryPeriod, "retry-period", o.RetryPeriod, "Every replica's --leader-elect-retry-period.")
@@ -131,8 +136,8 @@ func (o *Options) Validate() error {
 	if o.ActionEvery <= 0 || o.ChaosEvery <= 0 {
 		errs = append(errs, fmt.Errorf("--action-every, --chaos-every: must be greater than 0, got %v and %v", o.ActionEvery, o.ChaosEvery))
 	}
-	if o.PartialGrace < 0 || o.PartialMargin < 0 {
-		errs = append(errs, fmt.Errorf("--partial-gang-grace-period, --partial-gang-margin: must not be negative, got %v and %v", o.PartialGrace, o.PartialMargin))
+	if o.PartialGrace < 0 || o.PartialMargin < 0 || o.WaitLimit < 0 {
+		errs = append(errs, fmt.Errorf("--partial-gang-grace-period, --partial-gang-margin, --wait-limit: must not be negative, got %v, %v and %v", o.PartialGrace, o.PartialMargin, o.WaitLimit))
 	}
 	if o.LeaseDuration <= o.RenewDeadline || float64(o.RenewDeadline) <= 1.2*float64(o.RetryPeriod) || o.RetryPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--lease-duration, --renew-deadline, --retry-period: need lease > renew > 1.2 x retry > 0, got %v, %v, %v", o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))

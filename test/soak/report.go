@@ -107,10 +107,11 @@ func (r *report) summary() string {
 	}
 	kills := t.get(cKillOperator) + t.get(cKillScheduler) + 2*t.get(cKillBoth)
 	faults := t.get(cFailRetryable) + t.get(cFailPermanent) + t.get(cEvictions) + t.get(cCordons) + t.get(cNodeDeletes)
-	line := fmt.Sprintf("soak: %s seed=%d: %s churn + %s quiet; %d jobs created, %d deleted; %d leader SIGKILLs, %d SIGSTOPs; %d faults; %d violations; longest partial gang %s (%s with a scheduler leading)",
+	line := fmt.Sprintf("soak: %s seed=%d: %s churn + %s quiet; %d jobs created, %d deleted; %d leader SIGKILLs, %d SIGSTOPs; %d faults; %d violations; longest partial gang %s (%s with a scheduler leading); longest wait with room %s with a scheduler leading (%s)",
 		verdict, r.Seed, r.Churn.Round(time.Second), r.Settle.Round(time.Second), t.get(cJobsCreated), t.get(cJobsDeleted)+t.get(cSettleDeleted),
 		kills, t.get(cPauseOperator)+t.get(cPauseScheduler), faults, len(r.Violations),
-		r.Stats.LongestPartial.Round(100*time.Millisecond), r.Stats.LongestPartialLed.Round(100*time.Millisecond))
+		r.Stats.LongestPartial.Round(100*time.Millisecond), r.Stats.LongestPartialLed.Round(100*time.Millisecond),
+		r.Stats.Waits.LongestLed.Round(100*time.Millisecond), orDash(r.Stats.Waits.Job))
 	if r.Err != nil {
 		line += "; harness error: " + r.Err.Error()
 	}
@@ -162,6 +163,10 @@ func (r *report) markdown(w io.Writer) {
 	s := r.Stats
 	fmt.Fprintf(w, "Partial gangs: %d times a gang was partial; the longest %s, %s of it with a scheduler leading (%s; limit %s).\n\n",
 		s.PartialEpisodes, s.LongestPartial.Round(100*time.Millisecond), s.LongestPartialLed.Round(100*time.Millisecond), orDash(s.LongestPartialGang), o.PartialGrace+o.PartialMargin)
+	ws := s.Waits
+	fmt.Fprintf(w, "Waiting with room (docs/reliability.md): %d times the members a gang waited for fitted the free room node by node; the longest %s, %s of it with a scheduler leading (%s). With no other gang wanting room and every placement fitting, the longest %s with a scheduler leading (%s; limit %s).\n\n",
+		ws.Episodes, ws.Longest.Round(100*time.Millisecond), ws.LongestLed.Round(100*time.Millisecond), orDash(ws.Job),
+		ws.LongestAloneLed.Round(100*time.Millisecond), orDash(ws.AloneJob), o.WaitLimit)
 	fmt.Fprintf(w, "Gang restarts: %d gang-restarted jobs (deleted ones as last seen) stored %d restarts and %d disruptions; checked against the breaks of their members: %d retryable failures, %d permanent failures, %d disruptions. %d more members failed after their gang's restart was decided (or the job's verdict) and rightly did not count; %d members of elastic jobs were replaced alone, owing no restart.\n\n",
 		s.GangJobs, s.GangRestarts, s.GangDisruptions, s.RetryableFailures, s.PermanentFailures, s.Disruptions, s.FailuresAfterDecision, s.ElasticReplacements)
 	if len(s.BreakCauses) > 0 {

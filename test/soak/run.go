@@ -91,7 +91,7 @@ func Run(ctx context.Context, o *Options, log io.Writer) *report {
 		seed = rand.Uint64()%1_000_000_000 + 1
 	}
 	r := &run{opts: o, log: log, start: time.Now(), tally: newTally(),
-		checker: check.New(check.Config{PartialGrace: o.PartialGrace, PartialMargin: o.PartialMargin})}
+		checker: check.New(check.Config{PartialGrace: o.PartialGrace, PartialMargin: o.PartialMargin, WaitLimit: o.WaitLimit})}
 	rep := &report{Command: o.Command, Seed: seed, Start: r.start, Options: o, Tally: r.tally}
 	r.logf("seed %d (rerun: make soak SOAK_SEED=%d SOAK_DURATION=%s); work dir %s", seed, seed, o.Duration, o.WorkDir)
 	rep.Err = r.do(ctx, seed, rep)

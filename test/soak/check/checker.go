@@ -21,6 +21,9 @@ type Config struct {
 	// while a scheduler leads: a cycle to notice, the deletes to land, a
 	// loaded machine.
 	PartialMargin time.Duration
+	// WaitLimit is how long a gang may wait with room while no other
+	// gang wants any and a scheduler leads (see waits.go).
+	WaitLimit time.Duration
 }
 
 // Checker checks the invariants on the events it is fed. It is safe for
@@ -50,6 +53,10 @@ type Checker struct {
 	deletedByDriver map[string]bool
 
 	stats Stats
+	// touched is when the first event came since the waits were last
+	// checked (checkWaits), zero if none came: they may have changed
+	// since then.
+	touched time.Time
 }
 
 // Stats are figures for the report.
@@ -79,6 +86,8 @@ type Stats struct {
 	ElasticReplacements int
 	// BreakCauses counts the breaks that counted by what happened.
 	BreakCauses map[string]int
+	// Waits are the times gangs waited with room (waits.go).
+	Waits WaitStats
 }
 
 type interval struct{ from, to time.Time }
@@ -136,6 +145,11 @@ type memberBreak struct {
 	// replaced: a new pod of the same member and generation came after
 	// it: the member was replaced alone, not by a gang restart.
 	replaced bool
+	// elasticOK: when it broke, its job was elastic, it was a member the
+	// others do not depend on, and the gang kept its minimums without
+	// it (elasticWhy says why not), so that it may be replaced alone.
+	elasticOK  bool
+	elasticWhy string
 }
 
 // cause names what happened, for the report's tally.
@@ -198,6 +212,8 @@ type gangRecord struct {
 	pods map[string]bool // UIDs of the pods that name the group
 	// since is when the gang became partial; zero while it is not.
 	since time.Time
+	// wait is the gang's waiting with room (waits.go).
+	wait waitRecord
 	// what describes the partial state, for the violation.
 	what string
 }
@@ -344,6 +360,7 @@ func (c *Checker) PodGone(t time.Time, p Pod) {
 }
 
 func (c *Checker) pod(t time.Time, p Pod, gone bool) {
+	c.touch(t)
 	rec := c.pods[p.UID]
 	var prev *Pod
 	if rec == nil {
@@ -432,6 +449,7 @@ func (c *Checker) noteBreak(rec *podRecord, prev *Pod, p Pod, gone bool) {
 		return
 	}
 	rec.broke = true
+	b.elasticOK, b.elasticWhy = c.elasticKeeps(p)
 	j := c.job(p.JobUID)
 	j.breaks = append(j.breaks, b)
 }
@@ -566,6 +584,7 @@ func (c *Checker) Node(t time.Time, n Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nodes[n.Name] = n
+	c.touch(t)
 	c.checkNode(t, n.Name)
 }
 
@@ -575,15 +594,24 @@ func (c *Checker) NodeGone(t time.Time, name string, rv uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.nodes, name)
+	c.touch(t)
 	c.resolve("node/" + name)
+	// Every member on the node breaks at once: each is judged without
+	// the others (elasticKeeps).
+	var lost []Pod
 	for _, r := range c.pods {
 		p := r.cur
 		if p.Node != name || r.broke || p.JobUID == "" || p.Terminal() || p.Terminating {
 			continue
 		}
 		r.broke = true
+		lost = append(lost, p)
+	}
+	for _, p := range lost {
+		b := memberBreak{rv: rv, gen: p.Generation, pod: p.Name, replicaType: p.ReplicaType, nodeGone: true, what: "its node " + name + " was deleted"}
+		b.elasticOK, b.elasticWhy = c.elasticKeeps(p)
 		j := c.job(p.JobUID)
-		j.breaks = append(j.breaks, memberBreak{rv: rv, gen: p.Generation, pod: p.Name, replicaType: p.ReplicaType, nodeGone: true, what: "its node " + name + " was deleted"})
+		j.breaks = append(j.breaks, b)
 	}
 }
 
@@ -608,6 +636,7 @@ func (c *Checker) Job(t time.Time, jb Job) {
 		j.finishedRV = jb.RV
 	}
 	j.cur, j.seen = jb, true
+	c.touch(t)
 	if jb.Failed && jb.Reason == "" {
 		c.violate(t, "reason/"+jb.UID, FailedWithoutWhy, jb.Key.String(), "the Failed condition has no reason")
 	}
@@ -619,6 +648,7 @@ func (c *Checker) JobGone(t time.Time, uid string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.job(uid).gone = true
+	c.touch(t)
 	c.checkGangsOf(t, uid)
 }
 
@@ -628,6 +658,7 @@ func (c *Checker) PodGroup(t time.Time, g PodGroup) {
 	defer c.mu.Unlock()
 	key := g.Namespace + "/" + g.Name
 	c.groups[key] = g
+	c.touch(t)
 	if c.gangs[key] == nil {
 		c.gangs[key] = &gangRecord{pods: map[string]bool{}}
 	}
@@ -640,6 +671,7 @@ func (c *Checker) PodGroupGone(t time.Time, namespace, name string) {
 	defer c.mu.Unlock()
 	key := namespace + "/" + name
 	delete(c.groups, key)
+	c.touch(t)
 	c.checkGang(t, key)
 }
 
@@ -737,6 +769,7 @@ func (c *Checker) checkGang(t time.Time, key string) {
 	}
 	if len(g.pods) == 0 && g.since.IsZero() {
 		if _, ok := c.groups[key]; !ok {
+			c.endWait(t, key, g)
 			delete(c.gangs, key)
 		}
 	}
@@ -756,10 +789,15 @@ func (c *Checker) notePartial(key string, since, now time.Time) {
 }
 
 // Tick runs the clock-driven checks: a gang partial for longer than the
-// grace period and the margin, counting only the time a scheduler led.
+// grace period and the margin, counting only the time a scheduler led;
+// the waits with room (waits.go), looked at again if anything changed.
 func (c *Checker) Tick(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.touched.IsZero() {
+		c.checkWaits(t)
+	}
+	c.waitClocks(t)
 	limit := c.cfg.PartialGrace + c.cfg.PartialMargin
 	for _, key := range slices.Sorted(maps.Keys(c.gangs)) {
 		g := c.gangs[key]
@@ -787,3 +825,44 @@ func (c *Checker) jobName(uid string) string {
 }
 
 func podName(p Pod) string { return "pod " + p.Namespace + "/" + p.Name }
+
+// elasticKeeps judges a member of an elastic job that just broke (its
+// record already marked broken): it may be replaced alone only if it is
+// a worker the others do not depend on (not the master; not worker 0
+// while it hosts the c10d rendezvous) and the gang keeps its minimums
+// without it: of its generation, the members that hold a node (bound,
+// not finished, not being deleted) or succeeded, and have not broken,
+// number at least the master and elasticPolicy.minReplicas, and the
+// workers among them at least minReplicas. A member that breaks while
+// another's replacement is not yet bound is judged without both.
+func (c *Checker) elasticKeeps(p Pod) (bool, string) {
+	j := c.jobs[p.JobUID]
+	if j == nil || !j.seen || !j.cur.Elastic {
+		return false, "its job is not elastic"
+	}
+	e := j.cur
+	switch {
+	case p.ReplicaType != "worker":
+		return false, "it is the " + p.ReplicaType + ", which is not elastic"
+	case p.Index == "0" && e.Worker0Hosts:
+		return false, "worker 0 hosts the c10d rendezvous"
+	}
+	var kept, workers int32
+	for _, r := range c.pods {
+		q := r.cur
+		if q.JobUID != p.JobUID || q.Generation != p.Generation || r.broke {
+			continue
+		}
+		if q.Phase == corev1.PodSucceeded || (q.Node != "" && !q.Terminal() && !q.Terminating) {
+			kept++
+			if q.ReplicaType == "worker" {
+				workers++
+			}
+		}
+	}
+	if kept < e.ElasticMinMember || workers < e.ElasticMinWorkers {
+		return false, fmt.Sprintf("the gang kept %d members (%d workers) without it, below its minimum of %d (%d workers)",
+			kept, workers, e.ElasticMinMember, e.ElasticMinWorkers)
+	}
+	return true, ""
+}

@@ -6,9 +6,13 @@ import (
 	"testing"
 	"time"
 
+	kfv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 )
 
 // The checkers are fed event sequences as the watches would deliver them;
@@ -96,26 +100,47 @@ var twoRunning = []step{
 
 func seq(parts ...[]step) []step { return slices.Concat(parts...) }
 
-// elasticRunning is twoRunning for a job that is elastic or not.
-func elasticRunning(elastic bool) []step {
+// play feeds the steps to a new checker; it returns the checker and the
+// invariants flagged, in order.
+func play(cfg Config, steps []step) (*Checker, []string) {
+	c := New(cfg)
+	for _, s := range steps {
+		s.do(c, t0.Add(time.Duration(s.at*float64(time.Second))))
+	}
+	var got []string
+	for _, v := range c.Violations() {
+		got = append(got, v.Invariant)
+	}
+	return c, got
+}
+
+// elasticRunning is twoRunning for a job that is elastic (with a
+// minimum of min workers, no master, worker 0 hosting the rendezvous) or
+// not (min 0).
+func elasticRunning(min int32) []step {
 	j := gangJob(1, 0, 0, 0)
-	j.Elastic = elastic
+	j.Elastic, j.ElasticMinMember, j.ElasticMinWorkers, j.Worker0Hosts = min > 0, min, min, true
 	steps := slices.Clone(twoRunning)
 	steps[2] = at(0, job(j))
 	return steps
 }
 
-// replacedAlone: worker 1 fails, goes, and comes back as a new pod of
-// the same generation; the gang is not restarted.
-var replacedAlone = []step{
-	at(1, pod(member("w1", "1", 0, 10).on("n2").failed(137, 10))),
-	at(1, podGone(member("w1", "1", 0, 11).on("n2").failed(137, 11))),
-	at(2, pod(func() Pod { p := member("w1", "1", 0, 12); p.UID = "w1-again"; return p }())),
-	at(3, final),
+// replacedAlone: worker <index> (w<index>, running) fails, goes, and
+// comes back as a new pod of the same generation; the gang is not
+// restarted.
+func replacedAlone(index string) []step {
+	name := "w" + index
+	n := map[string]string{"0": "n1", "1": "n2"}[index]
+	return []step{
+		at(1, pod(member(name, index, 0, 10).on(n).failed(137, 10))),
+		at(1, podGone(member(name, index, 0, 11).on(n).failed(137, 11))),
+		at(2, pod(func() Pod { p := member(name, index, 0, 12); p.UID = name + "-again"; return p }())),
+		at(3, final),
+	}
 }
 
 func TestCheckers(t *testing.T) {
-	cfg := Config{PartialGrace: 10 * time.Second, PartialMargin: 5 * time.Second}
+	cfg := Config{PartialGrace: 10 * time.Second, PartialMargin: 5 * time.Second, WaitLimit: 10 * time.Second}
 	cases := []struct {
 		name  string
 		steps []step
@@ -314,12 +339,48 @@ func TestCheckers(t *testing.T) {
 		},
 		{
 			name:  "an elastic member replaced alone owes no restart",
-			steps: seq(elasticRunning(true), replacedAlone),
+			steps: seq(elasticRunning(1), replacedAlone("1")),
 		},
 		{
 			name:  "a member of a job that is not elastic replaced alone still owes a restart",
-			steps: seq(elasticRunning(false), replacedAlone),
+			steps: seq(elasticRunning(0), replacedAlone("1")),
 			want:  []string{UnhandledBreak},
+		},
+		{
+			// Worker 0 and worker 1 ran, worker 2 waited: without worker 1
+			// the gang kept 1 of its minimum of 2.
+			name:  "an elastic member replaced alone below the gang's minimum",
+			steps: seq(elasticRunning(2), replacedAlone("1")),
+			want:  []string{ElasticMinimum, UnhandledBreak},
+		},
+		{
+			name:  "an elastic gang's worker 0, which hosts the rendezvous, replaced alone",
+			steps: seq(elasticRunning(1), replacedAlone("0")),
+			want:  []string{ElasticMinimum, UnhandledBreak},
+		},
+		{
+			// Both running workers go with their node and are replaced
+			// alone: each is judged without the other, so neither kept
+			// the minimum of 1 (judged one after the other, the first
+			// would count the second).
+			name: "two elastic members on a deleted node replaced alone",
+			steps: seq(func() []step {
+				steps := elasticRunning(1)
+				steps[4] = at(0, pod(member("w0", "0", 0, 2).on("n2").running(5)))
+				return steps
+			}(), []step{
+				at(0, func(c *Checker, t time.Time) {
+					j := c.jobs["j1"].cur
+					j.Worker0Hosts = false
+					c.Job(t, j)
+				}),
+				at(1, nodeGone("n2", 10)),
+				at(1, podGone(member("w0", "0", 0, 11).on("n2").running(11))),
+				at(1, podGone(member("w1", "1", 0, 12).on("n2").running(12))),
+				at(2, pod(func() Pod { p := member("w0", "0", 0, 13); p.UID = "w0-again"; return p }())),
+				at(2, pod(func() Pod { p := member("w1", "1", 0, 14); p.UID = "w1-again"; return p }())),
+				at(3, final)}),
+			want: []string{ElasticMinimum, ElasticMinimum, UnhandledBreak},
 		},
 		{
 			name: "a break in the last generation that failed the job",
@@ -381,14 +442,7 @@ func TestCheckers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := New(cfg)
-			for _, s := range tc.steps {
-				s.do(c, t0.Add(time.Duration(s.at*float64(time.Second))))
-			}
-			var got []string
-			for _, v := range c.Violations() {
-				got = append(got, v.Invariant)
-			}
+			c, got := play(cfg, tc.steps)
 			if !slices.Equal(got, tc.want) {
 				var lines []string
 				for _, v := range c.Violations() {
@@ -455,5 +509,39 @@ func TestFromPod(t *testing.T) {
 		got.Generation != 2 || got.Node != "gpu-1" || got.ExitCode == nil || *got.ExitCode != 137 || !got.Disrupted ||
 		cpu.String() != "3" || gpu.String() != "2" {
 		t.Errorf("FromPod = %+v (cpu %s, gpu %s)", got, cpu.String(), gpu.String())
+	}
+}
+
+func TestFromJobElastic(t *testing.T) {
+	backend := kfv1.BackendETCD
+	host := "rdzv.example"
+	cases := []struct {
+		name                string
+		policy              *kubeflowv1.ElasticPolicy
+		elastic, hosts      bool
+		minMember, minWorks int32
+	}{
+		{name: "not elastic"},
+		{name: "down to 1 of 3 workers, worker 0 hosting c10d", policy: &kubeflowv1.ElasticPolicy{MinReplicas: ptr.To[int32](1)},
+			elastic: true, hosts: true, minMember: 2, minWorks: 1},
+		{name: "a rendezvous host elsewhere", policy: &kubeflowv1.ElasticPolicy{MinReplicas: ptr.To[int32](2), RDZVHost: &host},
+			elastic: true, minMember: 3, minWorks: 2},
+		{name: "the etcd backend", policy: &kubeflowv1.ElasticPolicy{MinReplicas: ptr.To[int32](2), RDZVBackend: &backend},
+			elastic: true, minMember: 3, minWorks: 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pt := &kubeflowv1.PyTorchJob{}
+			pt.Spec.PyTorchReplicaSpecs = map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec{
+				kubeflowv1.PyTorchJobReplicaTypeMaster: {Replicas: ptr.To[int32](1)},
+				kubeflowv1.PyTorchJobReplicaTypeWorker: {Replicas: ptr.To[int32](3)},
+			}
+			pt.Spec.ElasticPolicy = tc.policy
+			j := FromJob("PyTorchJob", pt)
+			if j.Elastic != tc.elastic || j.Worker0Hosts != tc.hosts || j.ElasticMinMember != tc.minMember || j.ElasticMinWorkers != tc.minWorks {
+				t.Errorf("elastic %v, worker 0 hosts %v, minimum %d (%d workers); want %v, %v, %d (%d)",
+					j.Elastic, j.Worker0Hosts, j.ElasticMinMember, j.ElasticMinWorkers, tc.elastic, tc.hosts, tc.minMember, tc.minWorks)
+			}
+		})
 	}
 }

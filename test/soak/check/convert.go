@@ -16,18 +16,21 @@ import (
 // FromPod reads what the checkers need of a pod.
 func FromPod(pod *corev1.Pod) Pod {
 	p := Pod{
-		UID:         string(pod.UID),
-		Namespace:   pod.Namespace,
-		Name:        pod.Name,
-		RV:          ParseRV(pod.ResourceVersion),
-		Group:       pod.Annotations[schedulingv1alpha1.PodGroupNameAnnotation],
-		Role:        pod.Annotations[schedulingv1alpha1.TaskSpecAnnotation],
-		ReplicaType: pod.Labels[kubeflowv1.ReplicaTypeLabel],
-		Index:       pod.Labels[kubeflowv1.ReplicaIndexLabel],
-		Node:        pod.Spec.NodeName,
-		Phase:       pod.Status.Phase,
-		Terminating: pod.DeletionTimestamp != nil,
-		Requests:    resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}),
+		UID:          string(pod.UID),
+		Namespace:    pod.Namespace,
+		Name:         pod.Name,
+		RV:           ParseRV(pod.ResourceVersion),
+		Group:        pod.Annotations[schedulingv1alpha1.PodGroupNameAnnotation],
+		Role:         pod.Annotations[schedulingv1alpha1.TaskSpecAnnotation],
+		ReplicaType:  pod.Labels[kubeflowv1.ReplicaTypeLabel],
+		Index:        pod.Labels[kubeflowv1.ReplicaIndexLabel],
+		Node:         pod.Spec.NodeName,
+		Phase:        pod.Status.Phase,
+		Terminating:  pod.DeletionTimestamp != nil,
+		Requests:     resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}),
+		NodeSelector: pod.Spec.NodeSelector,
+		Tolerations:  pod.Spec.Tolerations,
+		Gated:        len(pod.Spec.SchedulingGates) > 0,
 	}
 	if ref := metav1.GetControllerOf(pod); ref != nil {
 		p.JobUID = string(ref.UID)
@@ -51,7 +54,7 @@ func FromPod(pod *corev1.Pod) Pod {
 
 // FromNode reads what the checkers need of a node.
 func FromNode(n *corev1.Node) Node {
-	return Node{Name: n.Name, Allocatable: n.Status.Allocatable.DeepCopy()}
+	return Node{Name: n.Name, Allocatable: n.Status.Allocatable.DeepCopy(), Labels: n.Labels, Taints: n.Spec.Taints, Unschedulable: n.Spec.Unschedulable}
 }
 
 // TrainingJob is what TFJob, PyTorchJob and MPIJob share.
@@ -75,8 +78,16 @@ func FromJob(kind string, job TrainingJob) Job {
 	j.GangRestart = rp.GangPolicy != nil && rp.GangPolicy.RestartPolicy == kubeflowv1.GangRestartPolicyGang
 	j.TTL = rp.TTLSecondsAfterFinished != nil
 	if pt, ok := job.(*kubeflowv1.PyTorchJob); ok && pt.Spec.ElasticPolicy != nil && pt.Spec.ElasticPolicy.MinReplicas != nil {
+		ep := pt.Spec.ElasticPolicy
 		w := pt.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeWorker]
-		j.Elastic = w != nil && w.Replicas != nil && *pt.Spec.ElasticPolicy.MinReplicas < *w.Replicas
+		j.Elastic = w != nil && w.Replicas != nil && *ep.MinReplicas < *w.Replicas
+		j.ElasticMinWorkers, j.ElasticMinMember = *ep.MinReplicas, *ep.MinReplicas
+		if m := pt.Spec.PyTorchReplicaSpecs[kubeflowv1.PyTorchJobReplicaTypeMaster]; m != nil && m.Replicas != nil {
+			j.ElasticMinMember += *m.Replicas
+		}
+		// torchrun's default rendezvous is c10d, hosted by worker 0 unless
+		// rdzvHost names another host.
+		j.Worker0Hosts = ep.RDZVHost == nil && (ep.RDZVBackend == nil || *ep.RDZVBackend == "c10d")
 	}
 	for rtype, spec := range job.ReplicaSpecs() {
 		if spec != nil {

@@ -91,7 +91,7 @@ func (c *Checker) Final(t time.Time) {
 // failure, or a budget used up). A deleted job's last generation may have
 // had breaks it was deleted before acting on.
 func (c *Checker) restartCounts(t time.Time, uid string, j *jobRecord) {
-	final := j.cur.Generation
+	final, st := j.cur.Generation, j.cur
 	c.stats.GangJobs++
 	c.stats.GangRestarts += int(j.cur.Restarts)
 	c.stats.GangDisruptions += int(j.cur.Disruptions)
@@ -108,10 +108,16 @@ func (c *Checker) restartCounts(t time.Time, uid string, j *jobRecord) {
 			continue
 		}
 		if b.replaced && j.cur.Elastic {
-			// An elastic member replaced alone: no restart is owed. A
-			// member of any other gang job replaced alone still owes one.
-			c.stats.ElasticReplacements++
-			continue
+			// An elastic member replaced alone owes no restart while the
+			// gang kept its minimums without it; otherwise the gang was
+			// owed a restart, and the break counts as one below. A member
+			// of any other gang job replaced alone still owes one.
+			if b.elasticOK {
+				c.stats.ElasticReplacements++
+				continue
+			}
+			c.violate(t, fmt.Sprintf("elastic/%s/%s/%d", uid, b.pod, b.gen), ElasticMinimum, st.Key.String(), fmt.Sprintf(
+				"%s (generation %d) %s and was replaced alone, but %s: the gang was owed a restart", b.pod, b.gen, b.what, b.elasticWhy))
 		}
 		k := b.kind(j.cur.RestartPolicy)
 		if c.stats.BreakCauses == nil {
@@ -151,7 +157,6 @@ func (c *Checker) restartCounts(t time.Time, uid string, j *jobRecord) {
 			maxD++
 		}
 	}
-	st := j.cur
 	if st.Restarts < minR || st.Restarts > maxR {
 		problems = append(problems, fmt.Sprintf("status.gang.restarts is %d, want %s", st.Restarts, span(minR, maxR)))
 	}

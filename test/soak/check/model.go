@@ -61,6 +61,12 @@ type Pod struct {
 	// effective request (the larger of the containers' sum and any init
 	// container, plus the pod overhead).
 	Requests corev1.ResourceList
+	// NodeSelector and Tolerations are the pod's: which nodes it may use
+	// (see fit.go).
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
+	// Gated: the pod has scheduling gates, so no scheduler may place it.
+	Gated bool
 }
 
 // Terminal reports whether the pod has run its course.
@@ -70,6 +76,10 @@ func (p Pod) Terminal() bool { return p.Phase == corev1.PodSucceeded || p.Phase 
 type Node struct {
 	Name        string
 	Allocatable corev1.ResourceList
+	// Labels, Taints and Unschedulable say which pods may use it.
+	Labels        map[string]string
+	Taints        []corev1.Taint
+	Unschedulable bool
 }
 
 // Job is what the checkers read of a TFJob, PyTorchJob or MPIJob.
@@ -83,6 +93,15 @@ type Job struct {
 	// workers than it has; the operator replaces a member above the
 	// minimum alone, without a gang restart.
 	Elastic bool
+	// ElasticMinMember is, for an elastic job, the fewest members it runs
+	// with (the master and elasticPolicy.minReplicas workers), and
+	// ElasticMinWorkers the fewest workers; Worker0Hosts says worker 0
+	// hosts the c10d rendezvous (no rdzvHost, backend c10d), so that the
+	// others cannot run on without it. A member is replaced alone only
+	// while the gang keeps those minimums and the member is a worker the
+	// others do not depend on (docs/jobs.md).
+	ElasticMinMember, ElasticMinWorkers int32
+	Worker0Hosts                        bool
 	// RestartPolicy is each replica type's restartPolicy, by the
 	// lower-case replica type (as pods are labelled).
 	RestartPolicy map[string]string
@@ -141,6 +160,8 @@ const (
 	UnhandledBreak   = "unhandled-break"
 	ProcessCrashed   = "process-crashed"
 	FailedWithoutWhy = "failed-without-reason"
+	ElasticMinimum   = "elastic-minimum"
+	WaitedWithRoom   = "waited-with-room"
 )
 
 // ParseRV reads a resourceVersion as the number it is on a single etcd.
