@@ -35,6 +35,9 @@ type Restart struct {
 	// Replaced is how many of the job's pods are new (others than before
 	// the failure), of Pods.
 	Replaced, Pods int
+	// Err says why the job did not run whole again; Took and Replaced
+	// are then not measured.
+	Err string
 }
 
 // JobsPerSecond is the operator's throughput: jobs over the time until
@@ -109,6 +112,8 @@ type Summary struct {
 	// RestartSeconds and Replaced are over the runs with a restart probe.
 	RestartSeconds, Replaced Figure
 	RestartPods              int
+	// RestartErrors say why a probe's job did not run whole again.
+	RestartErrors []string
 }
 
 // Summarize folds the runs of each combination, in the order of names.
@@ -132,7 +137,9 @@ func Summarize(names []string, results []Result) []Summary {
 			cpu = append(cpu, float64(r.CPUPerJob())/float64(time.Millisecond))
 			writes = append(writes, r.WritesPerJob())
 			all = append(all, float64(r.AllWrites)/float64(max(r.Jobs, 1)))
-			if r.Restart != nil {
+			if r.Restart != nil && r.Restart.Err != "" {
+				s.RestartErrors = append(s.RestartErrors, r.Restart.Err)
+			} else if r.Restart != nil {
 				restart = append(restart, r.Restart.Took.Seconds())
 				replaced = append(replaced, float64(r.Restart.Replaced))
 				s.RestartPods = r.Restart.Pods
