@@ -51,6 +51,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // turns so that a slow minute of the shared machine falls on all alike,
 // then reports and judges.
 func Run(ctx context.Context, o *Options, stdout, log io.Writer) error {
+	// The schedulers run in folders of their own: every path must hold
+	// from anywhere.
+	for _, p := range []*string{&o.ControlPlaneDir, &o.KwokDir, &o.CRDs, &o.WorkDir, &o.TroupeOperator,
+		&o.TroupeScheduler, &o.TrainingOperator, &o.VolcanoScheduler, &o.CoschedulingScheduler} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
 	if err := os.RemoveAll(o.WorkDir); err != nil {
 		return err
 	}

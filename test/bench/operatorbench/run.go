@@ -113,12 +113,12 @@ func runOne(ctx context.Context, o *Options, c Combination, dir string, log io.W
 		res.Err = err
 		return res
 	}
-	if err := cl.prepare(ctx, cfg, o, c, logs); err != nil {
+	err = cl.prepare(ctx, cfg, o, c, logs)
+	stops = append(stops, cl.stops...)
+	if err != nil {
 		res.Err = err
 		return res
 	}
-	stops = append(stops, cl.stops...)
-	cl.stops = nil
 	note("%d nodes Ready; starting the scheduler and the operator", cl.nodes)
 
 	sched, err := startScheduler(ctx, o, c, cl.kubeconfig, filepath.Join(logs, "scheduler.log"))
@@ -146,6 +146,12 @@ func runOne(ctx context.Context, o *Options, c Combination, dir string, log io.W
 		return res
 	}
 
+	// The harness's client finds the PyTorchJob resource now (discovery),
+	// not on the clock.
+	if err := cl.client.List(ctx, &kubeflowv1.PyTorchJobList{}, client.InNamespace(namespace)); err != nil {
+		res.Err = fmt.Errorf("list PyTorchJobs: %w", err)
+		return res
+	}
 	// The clock starts at the first create, with the operator running and
 	// synced and the scheduler running.
 	cpu0, err := measure.ReadProcStat(op.Pid())
