@@ -31,9 +31,9 @@ func jobName(i int) string { return fmt.Sprintf("job-%04d", i) }
 // pyTorchJob is the benchmark's job: an unchanged upstream PyTorchJob of
 // one master and workers workers, small CPU pods, replicas restarted on
 // retryable exit codes (ExitCode: 128 and up), plus Troupe's gangPolicy
-// restartPolicy Gang without backoff. Both operators get the same object;
-// training-operator's CRD prunes gangPolicy, which it does not know.
-func pyTorchJob(name, ns string, workers int) *kubeflowv1.PyTorchJob {
+// restartPolicy Gang without backoff when gang is set. training-operator
+// gets the same job without gangPolicy, which its CRD does not know.
+func pyTorchJob(name, ns string, workers int, gang bool) *kubeflowv1.PyTorchJob {
 	replica := func(n int32) *kubeflowv1.ReplicaSpec {
 		return testutil.MakeReplica(n, kubeflowv1.PyTorchJobDefaultContainerName).
 			RestartPolicy(kfv1.RestartPolicyExitCode).
@@ -42,6 +42,9 @@ func pyTorchJob(name, ns string, workers int) *kubeflowv1.PyTorchJob {
 	job := testutil.MakePyTorchJob(name, ns).
 		ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeMaster, replica(1)).
 		ReplicaSpec(kubeflowv1.PyTorchJobReplicaTypeWorker, replica(int32(workers))).Obj()
+	if !gang {
+		return job
+	}
 	job.Spec.RunPolicy.GangPolicy = &kubeflowv1.GangPolicy{
 		RestartPolicy: kubeflowv1.GangRestartPolicyGang,
 		RestartOn:     []kubeflowv1.GangRestartTrigger{kubeflowv1.GangRestartOnMemberFailed},
@@ -52,7 +55,7 @@ func pyTorchJob(name, ns string, workers int) *kubeflowv1.PyTorchJob {
 
 // createJobs creates the jobs from parallel goroutines, as fast as the
 // harness's client allows.
-func createJobs(ctx context.Context, c client.Client, ns string, jobs, workers int) error {
+func createJobs(ctx context.Context, c client.Client, ns string, jobs, workers int, gang bool) error {
 	const parallel = 16
 	next := make(chan int)
 	errs := make(chan error, parallel)
@@ -60,7 +63,7 @@ func createJobs(ctx context.Context, c client.Client, ns string, jobs, workers i
 	for range parallel {
 		wg.Go(func() {
 			for i := range next {
-				if err := c.Create(ctx, pyTorchJob(jobName(i), ns, workers)); err != nil {
+				if err := c.Create(ctx, pyTorchJob(jobName(i), ns, workers, gang)); err != nil {
 					errs <- fmt.Errorf("create %s: %w", jobName(i), err)
 					return
 				}

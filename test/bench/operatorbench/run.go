@@ -160,7 +160,7 @@ func runOne(ctx context.Context, o *Options, c Combination, dir string, log io.W
 		return res
 	}
 	start := time.Now()
-	if err := createJobs(ctx, cl.client, namespace, o.Jobs, o.Workers); err != nil {
+	if err := createJobs(ctx, cl.client, namespace, o.Jobs, o.Workers, c.Operator == OperatorTroupe); err != nil {
 		res.Err = err
 		return res
 	}
