@@ -80,6 +80,11 @@ func runOne(ctx context.Context, o *Options, c Combination, dir string, log io.W
 		if err := errors.Join(errs...); err != nil && res.Err == nil {
 			res.Err = fmt.Errorf("stop: %w", err)
 		}
+		// etcd's data (tens of MB a run, most of it preallocated log) is
+		// kept only where a run failed, beside the logs.
+		if res.Err == nil {
+			_ = os.RemoveAll(filepath.Join(dir, "etcd"))
+		}
 	}()
 
 	crds := []string{filepath.Join(o.CRDs, "bases")}
