@@ -107,12 +107,13 @@ func runOne(ctx context.Context, o *Options, c Combination, dir string, log io.W
 		res.Err = err
 		return res
 	}
+	// Stopped also when it starts only in part: etcd may be up.
+	stops = append(stops, env.Stop)
 	cfg, err := env.Start()
 	if err != nil {
 		res.Err = fmt.Errorf("start the control plane: %w", err)
 		return res
 	}
-	stops = append(stops, env.Stop)
 	cl, err := connect(cfg, dir)
 	if err != nil {
 		res.Err = err
@@ -176,6 +177,9 @@ func runOne(ctx context.Context, o *Options, c Combination, dir string, log io.W
 	case <-tr.running:
 	case <-op.Done():
 		res.Err = fmt.Errorf("the operator exited (see %s); %s", opLog, tr.progress())
+		return res
+	case <-sched.Done():
+		res.Err = fmt.Errorf("the scheduler exited (see %s); %s", sched.LogFile(), tr.progress())
 		return res
 	case <-timeout.C:
 		res.Err = fmt.Errorf("not every pod Running after %v: %s", o.RunTimeout, tr.progress())
