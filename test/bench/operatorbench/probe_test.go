@@ -123,3 +123,28 @@ func TestUpdateFile(t *testing.T) {
 		})
 	}
 }
+
+func TestRestartDid(t *testing.T) {
+	tests := []struct {
+		name string
+		s    Summary
+		want string
+	}{
+		{name: "Troupe, every pod", s: Summary{Combination: "troupe+volcano", RestartPods: 4, Replaced: FigureOf([]float64{4, 4, 4})},
+			want: "replaced the whole gang (gangPolicy restartPolicy Gang)"},
+		{name: "training-operator, one pod", s: Summary{Combination: "training-operator+volcano", RestartPods: 4, Replaced: FigureOf([]float64{1, 1})},
+			want: "replaced the failed pod alone; the others kept running (restartPolicy ExitCode)"},
+		{name: "runs that differ say so", s: Summary{Combination: "troupe+volcano", RestartPods: 4, Replaced: FigureOf([]float64{1, 4, 4})},
+			want: "replaced 4 (1–4) pods (gangPolicy restartPolicy Gang)"},
+		{name: "a job that did not come back", s: Summary{Combination: "troupe+volcano", RestartPods: 4, RestartErrors: []string{"timed out"}},
+			want: "did not run whole again: timed out (gangPolicy restartPolicy Gang)"},
+		{name: "no probe", s: Summary{Combination: "training-operator+coscheduling"}, want: "– (restartPolicy ExitCode)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := restartDid(tt.s); got != tt.want {
+				t.Errorf("restartDid = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -55,19 +55,34 @@ func Markdown(w io.Writer, m Meta, summaries []Summary, verdicts []Verdict) {
 	fmt.Fprintln(w, "| operator + scheduler | what the operator did | pods replaced | s from the failure until the job ran whole again |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- |")
 	for _, s := range summaries {
-		did := "replaced the failed pod alone (restartPolicy ExitCode)"
-		if strings.HasPrefix(s.Combination, OperatorTroupe+"+") {
-			did = "restarted the whole gang (gangPolicy restartPolicy Gang)"
-		}
 		replaced := "–"
 		if s.Replaced.N > 0 {
 			replaced = fmt.Sprintf("%s of %d", s.Replaced.Format("%.0f"), s.RestartPods)
 		}
-		if len(s.RestartErrors) > 0 {
-			did = "did not run whole again: " + escape(strings.Join(s.RestartErrors, "; "))
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", s.Combination, did, replaced, s.RestartSeconds.Format("%.1f"))
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", s.Combination, restartDid(s), replaced, s.RestartSeconds.Format("%.1f"))
 	}
+}
+
+// restartDid says what the operator did after the failure, as measured
+// (the pods replaced), under the policy the job gave it.
+func restartDid(s Summary) string {
+	policy := "restartPolicy ExitCode"
+	if strings.HasPrefix(s.Combination, OperatorTroupe+"+") {
+		policy = "gangPolicy restartPolicy Gang"
+	}
+	did := "–"
+	switch {
+	case len(s.RestartErrors) > 0:
+		did = "did not run whole again: " + escape(strings.Join(s.RestartErrors, "; "))
+	case s.Replaced.N == 0:
+	case s.Replaced.Min == float64(s.RestartPods) && s.Replaced.Max == float64(s.RestartPods):
+		did = "replaced the whole gang"
+	case s.Replaced.Min == 1 && s.Replaced.Max == 1:
+		did = "replaced the failed pod alone; the others kept running"
+	default:
+		did = fmt.Sprintf("replaced %s pods", s.Replaced.Format("%.0f"))
+	}
+	return did + " (" + policy + ")"
 }
 
 func runs(s Summary) string {
