@@ -32,8 +32,10 @@ type Options struct {
 	Jobs         int
 	Workers      int
 	Repeat       int
-	// QPS and Burst are every operator's and scheduler's client limits,
-	// the same for all, so that a difference is the operator's work.
+	// QPS and Burst are every operator's and scheduler's client flags.
+	// The same flags are not the same limit: training-operator shares one
+	// token bucket among its clients, Troupe's operator has one per kind
+	// (docs/benchmarks.md says what that does to the figures).
 	QPS   float64
 	Burst int
 
