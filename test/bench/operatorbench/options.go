@@ -38,6 +38,9 @@ type Options struct {
 	// (docs/benchmarks.md says what that does to the figures).
 	QPS   float64
 	Burst int
+	// TrainingOperatorQPS and TrainingOperatorBurst, when set, replace
+	// QPS and Burst for training-operator alone.
+	TrainingOperatorQPS, TrainingOperatorBurst int
 
 	RunTimeout time.Duration
 	// Settle is how long CPU time and API writes are still counted after
@@ -87,6 +90,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Repeat, "repeat", o.Repeat, "Runs of each combination, the combinations taking turns; figures are medians with ranges.")
 	fs.Float64Var(&o.QPS, "qps", o.QPS, "Client QPS of every operator and scheduler.")
 	fs.IntVar(&o.Burst, "burst", o.Burst, "Client burst of every operator and scheduler.")
+	fs.IntVar(&o.TrainingOperatorQPS, "training-operator-qps", 0, "training-operator's client QPS, if not --qps: its one token bucket is shared by all its clients, where Troupe's operator has one per kind.")
+	fs.IntVar(&o.TrainingOperatorBurst, "training-operator-burst", 0, "training-operator's client burst, if not --burst.")
 	fs.DurationVar(&o.RunTimeout, "run-timeout", o.RunTimeout, "Longest wait for every pod to run, in one run.")
 	fs.DurationVar(&o.Settle, "settle", o.Settle, "CPU and writes are still counted this long after every pod runs.")
 	fs.BoolVar(&o.Restart, "restart", o.Restart, "After every pod runs, fail one worker of one job and time until the job runs whole again.")
@@ -125,6 +130,9 @@ func (o *Options) Validate() error {
 	if o.QPS <= 0 || o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--qps and --burst must be positive, got %v, %d", o.QPS, o.Burst))
 	}
+	if o.TrainingOperatorQPS < 0 || o.TrainingOperatorBurst < 0 {
+		errs = append(errs, fmt.Errorf("--training-operator-qps and --training-operator-burst must be 0 (as --qps, --burst) or more, got %d, %d", o.TrainingOperatorQPS, o.TrainingOperatorBurst))
+	}
 	if o.RunTimeout <= 0 || o.Settle < 0 {
 		errs = append(errs, fmt.Errorf("--run-timeout must be positive and --settle not negative, got %v, %v", o.RunTimeout, o.Settle))
 	}
@@ -152,4 +160,17 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// trainingOperatorLimits are training-operator's client QPS and burst:
+// whole numbers, as its flags take them.
+func (o *Options) trainingOperatorLimits() (qps, burst int) {
+	qps, burst = int(o.QPS), o.Burst
+	if o.TrainingOperatorQPS > 0 {
+		qps = o.TrainingOperatorQPS
+	}
+	if o.TrainingOperatorBurst > 0 {
+		burst = o.TrainingOperatorBurst
+	}
+	return qps, burst
 }

@@ -355,8 +355,8 @@ func startOperator(o *Options, c Combination, kubeconfig, dir, logs string) (*lo
 		return nil, "", err
 	}
 	port := webhook[strings.LastIndexByte(webhook, ':')+1:]
-	// Its client limits are whole numbers.
-	args := append(common, fmt.Sprintf("--kube-api-qps=%d", int(o.QPS)), fmt.Sprintf("--kube-api-burst=%d", o.Burst),
+	qps, burst := o.trainingOperatorLimits()
+	args := append(common, fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", burst),
 		"--webhook-server-port="+port, "--controller-threads=1")
 	p, err := localcluster.StartEnv("training-operator", o.TrainingOperator, args,
 		[]string{"TMPDIR=" + tmp, "MY_POD_NAMESPACE=" + toNamespace}, logFile)
