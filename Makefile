@@ -115,6 +115,16 @@ BENCH = go build -o bin/ ./cmd/bench ./cmd/scheduler && \
 	bin/bench --control-plane-dir="$$cp" --troupe-scheduler=bin/scheduler \
 		--volcano-scheduler="$${peers[0]}" --coscheduling-scheduler="$${peers[1]}"
 
+# Troupe's operator against Kubeflow's training-operator (test/bench/operatorbench):
+# every combination on fresh API servers with kwok nodes, from the binaries the
+# project builds.
+BENCH_OPERATOR_FLAGS ?=
+BENCH_OPERATOR = go build -o bin/ ./cmd/bench ./cmd/operator ./cmd/scheduler && \
+	cp="$$(hack/controlplane.sh)" && kwok="$$(hack/kwok.sh)" && \
+	peers=($$(hack/peer-schedulers.sh volcano coscheduling training-operator)) && \
+	bin/bench operator --control-plane-dir="$$cp" --kwok-dir="$$kwok" --troupe-operator=bin/operator --troupe-scheduler=bin/scheduler \
+		--volcano-scheduler="$${peers[0]}" --coscheduling-scheduler="$${peers[1]}" --training-operator="$${peers[2]}"
+
 .PHONY: bench
 bench: ## The benchmark harness (test/bench): a null binder, troupe-scheduler, Volcano, Coscheduling and kube-scheduler's own gang scheduling, scenario by scenario; writes docs/benchmarks.md (~12 min).
 	$(BENCH) --out=docs/benchmarks.md --command="make bench$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" $(BENCH_FLAGS)
@@ -125,6 +135,11 @@ bench: ## The benchmark harness (test/bench): a null binder, troupe-scheduler, V
 bench-smoke: ## The harness at a tiny scale, each kind of placer: fails on a gang bound partially or not at all; checks correctness, not speed.
 	$(BENCH) --scale=0.02 --hold=1s --settle=6s --trailing=0s --run-timeout=2m --check --command="make bench-smoke" \
 		--placers=null,troupe,volcano,coscheduling,kube-native --scenarios=S1,S2,S3,S4,Q,S5,T0,T,TM $(BENCH_FLAGS) >/dev/null
+	$(BENCH_OPERATOR) --jobs=5 --settle=1s --run-timeout=3m --check --command="make bench-smoke" >/dev/null
+
+.PHONY: bench-operator
+bench-operator: ## Troupe's operator against Kubeflow's training-operator v1.9.4 (test/bench/operatorbench): 500 PyTorchJobs applied at once, per operator and gang backend, 3 runs each; writes its section of docs/benchmarks.md.
+	$(BENCH_OPERATOR) --jobs=500 --repeat=3 --out=docs/benchmarks.md --command="make bench-operator$(if $(BENCH_OPERATOR_FLAGS), BENCH_OPERATOR_FLAGS='$(BENCH_OPERATOR_FLAGS)')" $(BENCH_OPERATOR_FLAGS)
 
 ##@ Soak
 

@@ -9,6 +9,11 @@
 #   hack/peer-schedulers.sh kueue          Kueue's manager ($KUEUE_VERSION), not a
 #                                          scheduler but the queue in front of one;
 #                                          its CRDs are copied beside it, in crds/
+#   hack/peer-schedulers.sh training-operator
+#                                          Kubeflow's training-operator manager
+#                                          ($TRAINING_OPERATOR_VERSION), the operator
+#                                          Troupe's is benchmarked against; its
+#                                          kubeflow.org CRDs are copied beside it
 #
 # Versions come from hack/peers.env; a wrapper that pins another version is
 # an error. Each binary is cached in a folder keyed by the version and the
@@ -77,12 +82,20 @@ kueue() {
     "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" config/components/crd/bases
 }
 
-[ $# -gt 0 ] || fail "usage: hack/peer-schedulers.sh volcano|coscheduling|kueue..."
+# Not a scheduler either: the operator Troupe's replaces, which the operator
+# benchmark (test/bench/operatorbench) runs on the same cluster shape.
+training_operator() {
+  build training-operator github.com/kubeflow/training-operator "$TRAINING_OPERATOR_VERSION" \
+    github.com/kubeflow/training-operator/cmd/training-operator.v1 training-operator "-s -w" manifests/base/crds
+}
+
+[ $# -gt 0 ] || fail "usage: hack/peer-schedulers.sh volcano|coscheduling|kueue|training-operator..."
 for peer in "$@"; do
   case "$peer" in
     volcano) volcano ;;
     coscheduling) coscheduling ;;
     kueue) kueue ;;
-    *) fail "unknown peer \"$peer\"; allowed: volcano, coscheduling, kueue" ;;
+    training-operator) training_operator ;;
+    *) fail "unknown peer \"$peer\"; allowed: volcano, coscheduling, kueue, training-operator" ;;
   esac
 done

@@ -26,12 +26,20 @@ type Proc struct {
 // order; on Linux it is also killed if that program dies without stopping
 // it.
 func Start(name, path string, args []string, logPath string) (*Proc, error) {
+	return StartEnv(name, path, args, nil, logPath)
+}
+
+// StartEnv is Start with env added to this process's environment.
+func StartEnv(name, path string, args, env []string, logPath string) (*Proc, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = childProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()

@@ -23,6 +23,7 @@ import (
 
 	"github.com/troupe-ml/troupe/internal/cmdutil"
 	"github.com/troupe-ml/troupe/test/bench/nullbinder"
+	"github.com/troupe-ml/troupe/test/bench/operatorbench"
 	"github.com/troupe-ml/troupe/test/bench/placer"
 	"github.com/troupe-ml/troupe/test/bench/report"
 )
@@ -31,12 +32,19 @@ import (
 // harness re-executes itself with it.
 const NullBinderCommand = "null-binder"
 
+// OperatorCommand is the subcommand of the operator benchmark
+// (test/bench/operatorbench): Troupe's operator against training-operator.
+const OperatorCommand = "operator"
+
 // Main runs the harness (or, with the null-binder subcommand, the null
 // binder) and returns the exit code: 2 for bad flags, 1 when a run failed
 // or --check found a gang not bound whole.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == NullBinderCommand {
 		return nullbinder.Main(ctx, args[1:], stderr)
+	}
+	if len(args) > 0 && args[0] == OperatorCommand {
+		return operatorbench.Main(ctx, args[1:], stdout, stderr)
 	}
 	opts := NewOptions()
 	if err := cmdutil.ParseFlags("bench", args, stderr, opts); err != nil {
