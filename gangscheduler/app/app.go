@@ -108,8 +108,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = float32(opts.QPS), opts.Burst
+	clients := cmdutil.LimitClients(cfg, opts.QPS, opts.Burst)
+	cfg = clients.API
 
 	mgrOpts := ctrl.Options{
 		Scheme:                  scheme,
@@ -127,7 +127,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 	for _, tune := range tuning {
 		tune(&mgrOpts)
 	}
-	fence, err := cmdutil.FenceLeaderElection(cfg, &mgrOpts)
+	fence, err := cmdutil.FenceLeaderElection(clients.LeaderElection, &mgrOpts)
 	if err != nil {
 		return err
 	}
@@ -195,7 +195,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 // gate. Its client has its own rate limiter, as kube-scheduler's events
 // client does, so events never take a bind's place in the client's queue.
 func startRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, name string, gate *eventsink.Gate) (events.EventRecorder, func(), error) {
-	cl, err := eventsv1client.NewForConfig(cfg)
+	own := rest.CopyConfig(cfg)
+	own.RateLimiter = nil // a bucket of its own at the same rate, not the binds' (cmdutil.LimitClients)
+	cl, err := eventsv1client.NewForConfig(own)
 	if err != nil {
 		return nil, nil, fmt.Errorf("events client: %w", err)
 	}

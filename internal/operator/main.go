@@ -74,8 +74,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 	utilruntime.Must(volcanov1beta1.AddToScheme(scheme))
 	utilruntime.Must(spv1alpha1.AddToScheme(scheme))
 	utilruntime.Must(topologyv1alpha1.AddToScheme(scheme))
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = float32(opts.QPS), opts.Burst
+	clients := cmdutil.LimitClients(cfg, opts.QPS, opts.Burst)
+	cfg = clients.API
 
 	mgrOpts := ctrl.Options{
 		Scheme:                  scheme,
@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 	for _, tune := range tuning {
 		tune(&mgrOpts)
 	}
-	fence, err := cmdutil.FenceLeaderElection(cfg, &mgrOpts)
+	fence, err := cmdutil.FenceLeaderElection(clients.LeaderElection, &mgrOpts)
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease used for leader election.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader-election Lease (default: the operator's own).")
 	o.LeaderElection.BindFlags(fs)
-	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the API server.")
+	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the API server, all of the operator's clients together (one token bucket; the leader election lease has its own).")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the API server.")
 	fs.StringVar(&o.MPIKubectlDeliveryImage, "mpi-kubectl-delivery-image", o.MPIKubectlDeliveryImage, "Image of the MPIJob launcher's init container that delivers kubectl for kubexec.sh.")
 	fs.StringVar(&o.GangSchedulerName, "gang-scheduler-name", o.GangSchedulerName, fmt.Sprintf("Gang-scheduling backend: %s, or the name of a coscheduling-compatible scheduler; empty means none. A job's troupe.dev/gang-scheduler-name annotation overrides it for that job.", strings.Join(KnownGangBackends, ", ")))
