@@ -96,8 +96,8 @@ differential: ## The differential suite alone, verbose: troupe-scheduler against
 	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" go test -count=1 ./test/differential/ -ginkgo.v $(DIFFERENTIAL_FLAGS)
 
 .PHONY: peers
-peers: ## Build the peers (Volcano's scheduler, kube-scheduler with Coscheduling, Kueue's manager) from Go modules (cached); prints their paths.
-	hack/peer-schedulers.sh volcano coscheduling kueue
+peers: ## Build the peers (Volcano's scheduler, kube-scheduler with Coscheduling, Kueue's manager, Kubeflow's training-operator) from Go modules (cached); prints their paths.
+	hack/peer-schedulers.sh volcano coscheduling kueue training-operator
 
 .PHONY: e2e
 e2e: ## The operator against real Volcano, Coscheduling and kube-scheduler (Kubernetes' own gang scheduling) processes, and behind a real Kueue (test/e2e, build tag e2e).
