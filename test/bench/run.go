@@ -166,14 +166,22 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 		prof = startProfiler(ctx, p.PprofURL(), filepath.Join(r.dir, "profiles"))
 	}
 	samples, endErr := r.wait(ctx, tracker, proc, len(sizes))
+	res.PartialDuring = tracker.PartialLongerThan(r.opts.PartialGrace)
 	del.close()
 	waitCycles(ctx, proc, r.opts.Trailing)
-	after, err := c.writesQuiet(ctx, quietWrites, r.opts.Trailing)
+	after, quiet, err := c.writesQuiet(ctx, quietWrites, r.opts.Trailing)
 	if err != nil {
 		res.Err = err
 		return
 	}
+	res.Quiet = quiet
+	// The whole process, every thread (GC, informers, binds), from its
+	// start to the end of its trailing writes.
 	res.PlacerCPU = measure.CPUOf(proc.Pid())
+	if res.PeakRSS, err = measure.PeakRSS(proc.Pid()); err != nil {
+		res.Err = fmt.Errorf("%s's peak memory: %w", r.placer.Name(), err)
+		return
+	}
 	samples.final(ctx, proc)
 	res.Throughput = tracker.Throughput()
 	res.Cycles, res.Counters = samples.cycles, samples.counters
