@@ -179,8 +179,7 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 	// start to the end of its trailing writes.
 	res.PlacerCPU = measure.CPUOf(proc.Pid())
 	if res.PeakRSS, err = measure.PeakRSS(proc.Pid()); err != nil {
-		res.Err = fmt.Errorf("%s's peak memory: %w", r.placer.Name(), err)
-		return
+		endErr = errors.Join(endErr, fmt.Errorf("%s's peak memory: %w", r.placer.Name(), err))
 	}
 	samples.final(ctx, proc)
 	res.Throughput = tracker.Throughput()
