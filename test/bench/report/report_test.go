@@ -256,9 +256,14 @@ func TestMarkdown(t *testing.T) {
 		"cycles_total": 8, "snapshot_duration_seconds_sum": 0.008, "snapshot_duration_seconds_count": 8,
 		"decision_duration_seconds_sum": 0.02, "decision_cpu_seconds_total": 0.01, "predicate_evaluations_total": 11000,
 	}}
+	// 1000 and 5000 nodes: 5 and 6 s, 1 and 1.5 ms a pod, 100 and 250 MiB.
+	small, big := result("S6", Troupe, 100, 5*time.Second), result("S6x5", Troupe, 100, 6*time.Second)
+	big.PlacerCPU = 3 * time.Second
+	small.PeakRSS, big.PeakRSS = 100<<20, 250<<20
 	var b strings.Builder
 	Markdown(&b, Meta{Command: "make bench", Date: time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC), Machine: []string{"Machine: 2 cores."}},
-		[]Result{result("S1", "null-16", 1000, time.Second), result("S1", Troupe, 900, 2*time.Second), result("S1", Troupe, 900, 3*time.Second), result("S1", Troupe, 900, 2500*time.Millisecond), failed, q, s4})
+		[]Result{result("S1", "null-16", 1000, time.Second), result("S1", Troupe, 900, 2*time.Second), result("S1", Troupe, 900, 3*time.Second), result("S1", Troupe, 900, 2500*time.Millisecond), failed, q, s4,
+			small, big})
 	out := b.String()
 	for _, want := range []string{
 		"```sh\nmake bench\n```", "Run on 2026-11-21 06:00 UTC.", "- Machine: 2 cores.",
@@ -269,6 +274,7 @@ func TestMarkdown(t *testing.T) {
 		"| volcano | failed | | | | | | | | | | | 1 of 1 |",
 		"- failed: S1/volcano run 1: vc-scheduler exited \\| early see log",
 		"### Placement quality (Q)", "| troupe | 100 / 100 | 100 / 100 | 100.0% | 0 | 0 |",
+		"### From 1000 to 5000 nodes (S6, S6x5)", "| troupe | 5s | 6s | 1.20 | 1ms | 1.5ms | 1.50 | 100 | 250 | 2.50 |",
 		// The diagnostic tables show troupe's run of median makespan.
 		"| S1 | troupe | 1.00 | no | 1.5ms | POST pods/binding 2000 |",
 		"| troupe-scheduler ahead of every peer in every scenario by makespan (medians; where gangs are left unbound, fewer unbound first) | **not met** | 1 failed runs: S1/volcano run 1: vc-scheduler exited \\| early see log",
