@@ -71,12 +71,18 @@ func (v Verdict) String() string {
 type index map[string]map[string]Runs
 
 func newIndex(groups []Runs) index {
-	ix := index{}
-	for _, g := range groups {
-		if ix[g.Scenario.Name] == nil {
-			ix[g.Scenario.Name] = map[string]Runs{}
+	return indexBy(groups, func(g Runs) (string, string) { return g.Scenario.Name, g.Placer })
+}
+
+// indexBy files items by scenario and placer, as key says.
+func indexBy[T any](items []T, key func(T) (scenario, placer string)) map[string]map[string]T {
+	ix := map[string]map[string]T{}
+	for _, it := range items {
+		sc, p := key(it)
+		if ix[sc] == nil {
+			ix[sc] = map[string]T{}
 		}
-		ix[g.Scenario.Name][g.Placer] = g
+		ix[sc][p] = it
 	}
 	return ix
 }
@@ -269,16 +275,14 @@ func nodeGrowth(ix index) Verdict {
 	small, big := GrowthScenarios[0], GrowthScenarios[1]
 	v := Verdict{Goal: fmt.Sprintf("troupe-scheduler's whole-process CPU per pod at most %.2f× from 1000 to 5000 nodes (%s / %s, medians, each CPU time at least %.0f ticks)",
 		NodeGrowthGoal, big, small, 1/TickGoal)}
-	s, ok1 := ix.get(small, Troupe)
-	b, ok2 := ix.get(big, Troupe)
-	if !ok1 || !ok2 {
+	s, b, ratio, ok := troupeCPU(ix, small, big)
+	switch {
+	case !ok:
 		return v
-	}
-	sc, bc := s.Stat(cpuPerPod).Median, b.Stat(cpuPerPod).Median
-	if sc == 0 {
+	case ratio == 0:
 		return judge(v, []Runs{s, b}, false, "no CPU time measured at 1000 nodes")
 	}
-	ratio := bc / sc
+	sc, bc := s.Stat(cpuPerPod).Median, b.Stat(cpuPerPod).Median
 	coarse := max(s.Stat(tickShare).Max, b.Stat(tickShare).Max)
 	detail := fmt.Sprintf("%v per pod at %d nodes, %v at %d (%.2f×%s); the coarsest CPU time is %.1f%% of a tick",
 		round(secs(sc)), s.Scenario.Nodes(), round(secs(bc)), b.Scenario.Nodes(), ratio, over(ratio, NodeGrowthGoal), 100*coarse)
@@ -373,18 +377,31 @@ func topologyVsVolcano(ix index) Verdict {
 // rules against plain (the same gangs without them), by medians.
 func cpuRatio(ix index, goal, rules, plain string) Verdict {
 	v := Verdict{Goal: goal}
-	p, ok1 := ix.get(plain, Troupe)
-	r, ok2 := ix.get(rules, Troupe)
-	if !ok1 || !ok2 {
+	p, r, ratio, ok := troupeCPU(ix, plain, rules)
+	switch {
+	case !ok:
 		return v
-	}
-	pc, rc := p.Stat(cpuPerPod).Median, r.Stat(cpuPerPod).Median
-	if pc == 0 {
+	case ratio == 0:
 		return judge(v, []Runs{p, r}, false, "no CPU time measured in "+plain)
 	}
-	ratio := rc / pc
+	pc, rc := p.Stat(cpuPerPod).Median, r.Stat(cpuPerPod).Median
 	return judge(v, []Runs{p, r}, ratio <= RulesCostGoal, fmt.Sprintf("%v per pod in %s, %v in %s (%.2f×%s)",
 		round(secs(rc)), rules, round(secs(pc)), plain, ratio, over(ratio, RulesCostGoal)))
+}
+
+// troupeCPU reads troupe-scheduler's runs of two scenarios and the ratio
+// of their median whole-process CPU per pod, other's over base's (0 when
+// base has none); ok is false when either was not run.
+func troupeCPU(ix index, base, other string) (b, o Runs, ratio float64, ok bool) {
+	b, ok1 := ix.get(base, Troupe)
+	o, ok2 := ix.get(other, Troupe)
+	if !ok1 || !ok2 {
+		return b, o, 0, false
+	}
+	if bc := b.Stat(cpuPerPod).Median; bc > 0 {
+		ratio = o.Stat(cpuPerPod).Median / bc
+	}
+	return b, o, ratio, true
 }
 
 // topologyCost judges what T's rule costs Troupe: T against T0.

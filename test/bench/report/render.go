@@ -76,14 +76,7 @@ func Markdown(w io.Writer, meta Meta, results []Result) {
 type runIndex map[string]map[string]Result
 
 func newRunIndex(results []Result) runIndex {
-	ix := runIndex{}
-	for _, r := range results {
-		if ix[r.Scenario.Name] == nil {
-			ix[r.Scenario.Name] = map[string]Result{}
-		}
-		ix[r.Scenario.Name][r.Placer] = r
-	}
-	return ix
+	return indexBy(results, func(r Result) (string, string) { return r.Scenario.Name, r.Placer })
 }
 
 // get returns a placer's result of a scenario, if it was measured.
