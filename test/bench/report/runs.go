@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -91,7 +92,7 @@ func (g Runs) Typical() Result {
 	if len(runs) == 0 {
 		return g.All[0]
 	}
-	slices.SortStableFunc(runs, func(a, b Result) int { return int(a.Throughput.Makespan - b.Throughput.Makespan) })
+	slices.SortStableFunc(runs, func(a, b Result) int { return cmp.Compare(a.Throughput.Makespan, b.Throughput.Makespan) })
 	return runs[(len(runs)-1)/2]
 }
 
