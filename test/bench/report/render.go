@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -344,7 +345,8 @@ func placerRank(p string) string {
 	switch {
 	case isNull(p):
 		// The sweep in order of binds in flight.
-		return fmt.Sprintf("0%09s", strings.TrimPrefix(p, Null))
+		n, _ := strconv.Atoi(strings.TrimPrefix(p, Null+"-"))
+		return fmt.Sprintf("0%09d", n)
 	case p == Troupe:
 		return "1"
 	case p == TroupeGangEvents:

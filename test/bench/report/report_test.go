@@ -392,3 +392,12 @@ func TestCeiling(t *testing.T) {
 		t.Error("a ceiling where the null binder did not run")
 	}
 }
+
+func TestPlacerOrder(t *testing.T) {
+	ix := newRunIndex([]Result{result("S1", "volcano", 1, 1), result("S1", "null-256", 1, 1), result("S1", Troupe, 1, 1),
+		result("S1", "null-16", 1, 1), result("S1", TroupeGangEvents, 1, 1), result("S1", "null-64", 1, 1)})
+	want := []string{"null-16", "null-64", "null-256", Troupe, TroupeGangEvents, "volcano"}
+	if got := placerOrder(ix, "S1"); !slices.Equal(got, want) {
+		t.Errorf("placerOrder = %v, want %v", got, want)
+	}
+}
