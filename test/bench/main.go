@@ -108,30 +108,26 @@ func Run(ctx context.Context, opts *Options, stdout, log io.Writer) error {
 	return verdict(opts, all, log)
 }
 
-// verdict fails on a run that could not be measured or that ended with a
-// gang partly bound, by any placer, and with --check, on a wrong result
-// where every gang fits: a gang never bound whole by the null binder or
-// Troupe, a peer that bound no gang at all (the harness did not wire it
-// right), or any gang partly bound for longer than --partial-grace during
-// the run. A peer that binds some gangs and then stalls is the peer's own
-// behaviour, which the benchmark exists to show: it is reported, not
-// failed.
+// verdict fails on a failed run (report.Result.Failure: not measured, a
+// gang partly bound at the end, or a gang the null binder or Troupe never
+// bound whole where every gang fits), and with --check also on a peer that
+// bound no gang at all (the harness did not wire it right) or any gang
+// partly bound for longer than --partial-grace during the run. A peer that
+// binds some gangs and then stalls is the peer's own behaviour, which the
+// benchmark exists to show: it is reported, not failed.
 func verdict(opts *Options, results []report.Result, log io.Writer) error {
 	var errs []error
 	for _, r := range results {
 		name := r.Scenario.Name + "/" + r.Placer
-		peer := !strings.HasPrefix(r.Placer, PlacerNull) && !strings.HasPrefix(r.Placer, PlacerTroupe)
 		unbound := r.Scenario.MustBindAll && len(r.NeverUp) > 0
-		switch {
-		case r.Err != nil:
-			errs = append(errs, fmt.Errorf("%s: %w", name, r.Err))
-		case len(r.Partial) > 0:
-			errs = append(errs, fmt.Errorf("%s: %d gangs partially bound at the end: %s", name, len(r.Partial), strings.Join(r.Partial, ", ")))
+		switch err := r.Failure(); {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		case !opts.Check:
 		case len(r.PartialDuring) > 0:
 			e := r.PartialDuring[0]
 			errs = append(errs, fmt.Errorf("%s: %d gangs partly bound for longer than %v during the run, the longest %s for %v", name, len(r.PartialDuring), opts.PartialGrace, e.Gang, e.Duration()))
-		case unbound && (!peer || r.Throughput.Gangs == 0):
+		case unbound && r.Throughput.Gangs == 0:
 			errs = append(errs, fmt.Errorf("%s: %d of %d gangs never bound whole: %s", name, len(r.NeverUp), r.Scenario.Gangs, strings.Join(r.NeverUp, ", ")))
 		case unbound:
 			fmt.Fprintf(log, "note: %s left %d of %d gangs unbound after binding %d: the peer's own behaviour, not a failure\n", name, len(r.NeverUp), r.Scenario.Gangs, r.Throughput.Gangs)

@@ -155,6 +155,8 @@ func TestVerdict(t *testing.T) {
 	}{
 		{name: "all bound", check: true, result: res(PlacerTroupe, 500, nil, nil)},
 		{name: "a failed run fails without --check", result: report.Result{Scenario: s1, Placer: PlacerNull, Err: errors.New("boom")}, wantErr: "S1/null: boom"},
+		{name: "troupe leaving a gang unbound fails without --check", result: res(PlacerTroupe, 499, nil, []string{"s1-0002"}), wantErr: "S1/troupe: 1 of 500 gangs never bound whole: s1-0002"},
+		{name: "a peer stopped with gangs unbound, without --check", result: res(PlacerVolcano, 499, nil, []string{"s1-0002"})},
 		{name: "partial at the end fails without --check", result: res(PlacerTroupe, 499, []string{"s1-0001"}, []string{"s1-0001"}), wantErr: "S1/troupe: 1 gangs partially bound at the end: s1-0001"},
 		{name: "partial fails any placer", check: true, result: res(PlacerVolcano, 499, []string{"s1-0001"}, nil), wantErr: "S1/volcano: 1 gangs partially bound at the end: s1-0001"},
 		{name: "partial during the run fails with --check", check: true, result: func() report.Result {

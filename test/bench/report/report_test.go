@@ -141,6 +141,12 @@ func TestGoals(t *testing.T) {
 		results: []Result{func() Result { r := result("Q", Troupe, 100, time.Second); r.NeverUp = []string{"q-0003"}; return r }(), result("Q", "coscheduling", 100, 10*time.Second)},
 		want:    map[string]string{"troupe-scheduler ahead": "not met"},
 	}, {
+		// A peer stopped at --run-timeout with gangs unbound is behind,
+		// not failed: its result is what the comparison counts.
+		name:    "a peer that did not finish is behind",
+		results: with(func() Result { r := result("S1", "coscheduling", 100, 4*time.Minute); r.NeverUp = []string{"s1-0001"}; return r }()),
+		want:    map[string]string{"troupe-scheduler ahead": "met"},
+	}, {
 		name:    "no decision CPU time: not judged",
 		results: []Result{noCPU},
 		want:    map[string]string{"Troupe's cycle": "not run"},
@@ -165,6 +171,7 @@ func TestGoals(t *testing.T) {
 			r.Partial = []string{"s1-0001"}
 			return r
 		}()},
+		{"troupe-scheduler's makespan", func() Result { r := result("S1", Troupe, 900, time.Second); r.NeverUp = []string{"s1-0001"}; return r }()},
 		{"0 partial", failed("S2", Troupe)},
 		{"0 partial", partialAtEnd},
 		{"troupe-scheduler's whole-process", failed("S6", Troupe)},

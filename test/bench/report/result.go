@@ -5,6 +5,7 @@ package report
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/troupe-ml/troupe/test/bench/measure"
@@ -57,14 +58,19 @@ type Result struct {
 	Quiet bool
 }
 
-// Failure says why the run failed: it could not be measured, or it ended
-// with a gang partly bound. Nil for a run that did not fail.
+// Failure says why the run failed: it could not be measured, it ended
+// with a gang partly bound, or the null binder or troupe-scheduler left a
+// gang unbound where every gang fits. Nil for a run that did not fail. A
+// peer that leaves gangs unbound (or is stopped at --run-timeout) has not
+// failed: that is its result, which the comparisons count.
 func (r Result) Failure() error {
 	switch {
 	case r.Err != nil:
 		return r.Err
 	case len(r.Partial) > 0:
-		return fmt.Errorf("%d gangs partly bound at the end: %v", len(r.Partial), r.Partial)
+		return fmt.Errorf("%d gangs partially bound at the end: %s", len(r.Partial), strings.Join(r.Partial, ", "))
+	case r.Scenario.MustBindAll && len(r.NeverUp) > 0 && (isNull(r.Placer) || isTroupe(r.Placer)):
+		return fmt.Errorf("%d of %d gangs never bound whole: %s", len(r.NeverUp), r.Scenario.Gangs, strings.Join(r.NeverUp, ", "))
 	}
 	return nil
 }
