@@ -143,9 +143,13 @@ func TestGoals(t *testing.T) {
 	}, {
 		// A peer stopped at --run-timeout with gangs unbound is behind,
 		// not failed: its result is what the comparison counts.
-		name:    "a peer that did not finish is behind",
-		results: with(func() Result { r := result("S1", "coscheduling", 100, 4*time.Minute); r.NeverUp = []string{"s1-0001"}; return r }()),
-		want:    map[string]string{"troupe-scheduler ahead": "met"},
+		name: "a peer that did not finish is behind",
+		results: with(func() Result {
+			r := result("S1", "coscheduling", 100, 4*time.Minute)
+			r.NeverUp = []string{"s1-0001"}
+			return r
+		}()),
+		want: map[string]string{"troupe-scheduler ahead": "met"},
 	}, {
 		name:    "no decision CPU time: not judged",
 		results: []Result{noCPU},
