@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/troupe-ml/troupe/test/bench/measure"
 	"github.com/troupe-ml/troupe/test/bench/placer"
@@ -123,7 +125,19 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 	}
 	tracker := measure.NewTracker(sizes, onGangUp)
 	factory := informers.NewSharedInformerFactoryWithOptions(c.clientset, 0, informers.WithNamespace(namespace))
-	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(tracker); err != nil {
+	pods := factory.Core().V1().Pods().Informer()
+	if _, err := pods.AddEventHandler(tracker); err != nil {
+		res.Err = err
+		return
+	}
+	// The watch's times are the binds' times only while it runs: after a
+	// restart, the binds made meanwhile are seen late. Counted, so that
+	// the report says which runs' times are late.
+	var watchErrors atomic.Int32
+	if err := pods.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *toolscache.Reflector, err error) {
+		watchErrors.Add(1)
+		toolscache.DefaultWatchErrorHandler(ctx, r, err)
+	}); err != nil {
 		res.Err = err
 		return
 	}
@@ -167,6 +181,7 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 	}
 	samples, endErr := r.wait(ctx, tracker, proc, len(sizes))
 	res.PartialDuring = tracker.PartialLongerThan(r.opts.PartialGrace)
+	res.WatchErrors = int(watchErrors.Load())
 	del.close()
 	waitCycles(ctx, proc, r.opts.Trailing)
 	after, quiet, err := c.writesQuiet(ctx, quietWrites, r.opts.Trailing)

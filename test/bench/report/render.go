@@ -115,9 +115,10 @@ func scenarioTable(w io.Writer, groups []Runs, name string) {
 	}
 	fmt.Fprintf(w, "| placer | makespan | × ceiling | pods/s over makespan | first bind | CPU/pod | CPU tick | peak RSS (MiB) | API writes/pod | partial > grace during | partial at end | unbound | failed runs |\n")
 	fmt.Fprintf(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	var fails []string
+	var fails, notes []string
 	for _, g := range rows {
 		fails = append(fails, g.Failures()...)
+		notes = append(notes, g.Notes()...)
 		failed := fmt.Sprintf("%d of %d", len(g.Failures()), len(g.All))
 		m := g.Stat(makespan)
 		if m.N == 0 {
@@ -138,7 +139,10 @@ func scenarioTable(w io.Writer, groups []Runs, name string) {
 	for _, f := range fails {
 		fmt.Fprintf(w, "- failed: %s\n", f)
 	}
-	if len(fails) > 0 {
+	for _, n := range notes {
+		fmt.Fprintf(w, "- note: %s\n", n)
+	}
+	if len(fails)+len(notes) > 0 {
 		fmt.Fprintln(w)
 	}
 }

@@ -52,6 +52,9 @@ type Result struct {
 	PartialDuring []measure.PartialEpisode
 	// PeakRSS is the placer process's peak resident memory, in bytes.
 	PeakRSS int64
+	// WatchErrors counts the times the harness's watch of the pods broke
+	// during the run: the binds made until it was back are timed late.
+	WatchErrors int
 	// Quiet says the API server had a second without writes before the
 	// harness stopped counting (--trailing): every write the placer made
 	// for the run is counted.

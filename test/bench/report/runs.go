@@ -45,6 +45,20 @@ func (g Runs) Failures() []string {
 	return out
 }
 
+// Notes says which measured runs' times are late: the harness's watch
+// broke during them, and the binds made until it was back were timed when
+// it saw them.
+func (g Runs) Notes() []string {
+	var out []string
+	for i, r := range g.All {
+		if r.Err == nil && r.WatchErrors > 0 {
+			out = append(out, fmt.Sprintf("%s/%s run %d: the harness's watch of the pods broke %d times; the binds made meanwhile are timed late (makespan, partial gangs)",
+				g.Scenario.Name, g.Placer, i+1, r.WatchErrors))
+		}
+	}
+	return out
+}
+
 // measured are the runs that could be measured (Err nil): a run with a
 // partial gang at the end still has figures, which the tables show; the
 // goals it feeds fail on it (Failures).
