@@ -140,6 +140,12 @@ func TestMainExitCodes(t *testing.T) {
 	}
 }
 
+// partlyBound is r with a gang partly bound for 3s during the run.
+func partlyBound(r report.Result) report.Result {
+	r.PartialDuring = []measure.PartialEpisode{{Gang: "s1-0004", From: time.Second, To: 4 * time.Second}}
+	return r
+}
+
 func TestVerdict(t *testing.T) {
 	s1 := NewOptions().ScenarioList()[0]
 	q := NewOptions().ScenarioList()[5]
@@ -159,11 +165,9 @@ func TestVerdict(t *testing.T) {
 		{name: "a peer stopped with gangs unbound, without --check", result: res(PlacerVolcano, 499, nil, []string{"s1-0002"})},
 		{name: "partial at the end fails without --check", result: res(PlacerTroupe, 499, []string{"s1-0001"}, []string{"s1-0001"}), wantErr: "S1/troupe: 1 gangs partially bound at the end: s1-0001"},
 		{name: "partial fails any placer", check: true, result: res(PlacerVolcano, 499, []string{"s1-0001"}, nil), wantErr: "S1/volcano: 1 gangs partially bound at the end: s1-0001"},
-		{name: "partial during the run fails with --check", check: true, result: func() report.Result {
-			r := res("null-16", 500, nil, nil)
-			r.PartialDuring = []measure.PartialEpisode{{Gang: "s1-0004", From: time.Second, To: 4 * time.Second}}
-			return r
-		}(), wantErr: "S1/null-16: 1 gangs partly bound for longer than 2s during the run, the longest s1-0004 for 3s"},
+		{name: "partial during the run fails with --check", check: true, result: partlyBound(res(PlacerVolcano, 500, nil, nil)),
+			wantErr: "S1/volcano: 1 gangs partly bound for longer than 2s during the run, the longest s1-0004 for 3s"},
+		{name: "the null binder binds pods, not gangs: its partial gangs are reported", check: true, result: partlyBound(res("null-16", 500, nil, nil))},
 		{name: "the null binder's sweep leaving a gang unbound fails", check: true, result: res("null-256", 499, nil, []string{"s1-0002"}), wantErr: "S1/null-256: 1 of 500 gangs never bound whole"},
 		{name: "troupe leaving a gang unbound fails", check: true, result: res(PlacerTroupe, 499, nil, []string{"s1-0002"}), wantErr: "S1/troupe: 1 of 500 gangs never bound whole: s1-0002"},
 		{name: "a peer that bound nothing fails", check: true, result: res(PlacerCoscheduling, 0, nil, []string{"s1-0000"}), wantErr: "S1/coscheduling: 1 of 500 gangs never bound whole"},
