@@ -32,7 +32,7 @@ func TestParseFlags(t *testing.T) {
 			args: func(*testing.T) []string { return nil },
 			check: func(t *testing.T, o *Options) {
 				if o.SchedulerName != "troupe-scheduler" || o.BindWorkers != 16 || !o.PodScheduledEvents || o.MinCyclePeriod != 100*time.Millisecond ||
-					o.MaxIdlePeriod != time.Second || o.LeaderElect || o.QPS != 50 || o.Burst != 100 || o.PartialGangGrace != 30*time.Second ||
+					o.MaxIdlePeriod != time.Second || o.LeaderElect || o.QPS != 5000 || o.Burst != 5000 || o.PartialGangGrace != 30*time.Second ||
 					o.LeaderElection.LeaseDuration != 15*time.Second || o.WatchListClient {
 					t.Errorf("unexpected defaults: %+v", o)
 				}
@@ -74,7 +74,7 @@ func TestParseFlags(t *testing.T) {
 				return []string{"--kube-api-qps=0", "--kube-api-burst=0", "--bind-workers=0", "--min-cycle-period=-1s", "--max-idle-period=0s", "--partial-gang-grace-period=-1s"}
 			},
 			wantErr: []string{
-				"--kube-api-qps: must be greater than 0", "--kube-api-burst: must be at least 1", "--bind-workers: must be at least 1",
+				"--kube-api-qps: must not be 0", "--kube-api-burst: must be at least 1", "--bind-workers: must be at least 1",
 				"--min-cycle-period: must not be negative", "--max-idle-period: must be greater than 0", "--partial-gang-grace-period: must not be negative, got -1s",
 			},
 		},

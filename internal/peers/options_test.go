@@ -57,7 +57,7 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "negative limits", edit: func(v *VolcanoOptions, c *CoschedulingOptions) {
 			v.QPS, v.Burst, v.Verbosity = -1, -1, -1
 			c.QPS, c.Burst, c.Verbosity = -1, -1, -1
-		}, wants: []string{"QPS: must be 0 (the scheduler's default) or more, got -1", "Burst: must be 0 (the scheduler's default) or more, got -1", "Verbosity: must be 0 or more, got -1"}},
+		}, wants: []string{"Burst: must be 0 (the scheduler's default) or more, got -1", "Verbosity: must be 0 or more, got -1"}},
 		{name: "no log file", edit: func(v *VolcanoOptions, c *CoschedulingOptions) { v.LogFile, c.LogFile = "", "" },
 			wants: []string{"LogFile: empty"}},
 	}
@@ -172,6 +172,8 @@ func TestVolcanoArgs(t *testing.T) {
 			not: []string{"--schedule-period", "--kube-api-qps", "--kube-api-burst", "--v="}},
 		{name: "set", opts: VolcanoOptions{Options: Options{QPS: 500, Burst: 600, Verbosity: 3}, SchedulePeriod: 200 * time.Millisecond},
 			want: []string{"--schedule-period=200ms", "--kube-api-qps=500", "--kube-api-burst=600", "--v=3"}},
+		{name: "no client-side limit", opts: VolcanoOptions{Options: Options{QPS: -1}},
+			want: []string{"--kube-api-qps=-1"}, not: []string{"--kube-api-burst"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -207,6 +209,8 @@ func TestCoschedulingConfig(t *testing.T) {
 		{name: "set", opts: CoschedulingOptions{Options: Options{QPS: 1000, Burst: 900}, PermitWaitingTime: 10 * time.Second},
 			wantClient: map[string]any{"kubeconfig": "/k", "qps": float64(1000), "burst": float64(900)},
 			wantArgs:   []any{map[string]any{"name": "Coscheduling", "args": map[string]any{"permitWaitingTimeSeconds": float64(10)}}}},
+		{name: "no client-side limit", opts: CoschedulingOptions{Options: Options{QPS: -1}},
+			wantClient: map[string]any{"kubeconfig": "/k", "qps": float64(-1)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -30,7 +30,8 @@ type Options struct {
 	// Kubeconfig is the kubeconfig file of the API server to schedule on.
 	Kubeconfig string
 	// QPS and Burst limit the scheduler's client; 0 leaves the scheduler's
-	// own default.
+	// own default, and a negative QPS sets no client-side limit (client-go's
+	// meaning, which every scheduler here passes on to its client).
 	QPS   float64
 	Burst int
 	// LogFile receives the process's stdout and stderr, appended, after a
@@ -63,9 +64,6 @@ func (o Options) validateBuiltBy(script string) []error {
 		errs = append(errs, fieldError("Kubeconfig", "empty; give the kubeconfig file of the API server"))
 	} else if _, err := os.Stat(o.Kubeconfig); err != nil {
 		errs = append(errs, fieldError("Kubeconfig", "%w", err))
-	}
-	if o.QPS < 0 {
-		errs = append(errs, fieldError("QPS", "must be 0 (the scheduler's default) or more, got %v", o.QPS))
 	}
 	if o.Burst < 0 {
 		errs = append(errs, fieldError("Burst", "must be 0 (the scheduler's default) or more, got %d", o.Burst))

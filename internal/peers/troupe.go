@@ -22,7 +22,7 @@ func StartTroupeScheduler(o Options) (*Process, error) {
 		return nil, fmt.Errorf("troupe-scheduler options: %w", err)
 	}
 	args := []string{"--kubeconfig=" + o.Kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0"}
-	if o.QPS > 0 {
+	if o.QPS != 0 {
 		args = append(args, fmt.Sprintf("--kube-api-qps=%v", o.QPS))
 	}
 	if o.Burst > 0 {

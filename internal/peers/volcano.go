@@ -139,7 +139,7 @@ func (o VolcanoOptions) args(dir string) []string {
 	if o.SchedulePeriod > 0 {
 		args = append(args, "--schedule-period="+o.SchedulePeriod.String())
 	}
-	if o.QPS > 0 {
+	if o.QPS != 0 {
 		args = append(args, fmt.Sprintf("--kube-api-qps=%v", o.QPS))
 	}
 	if o.Burst > 0 {

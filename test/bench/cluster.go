@@ -145,33 +145,33 @@ func (c *cluster) metrics(ctx context.Context) ([]measure.Sample, error) {
 
 // writesQuiet reads the API server's metrics until its count of writes has
 // not moved for quiet, or at most max after the first read, and returns
-// the last read. What a placer writes just after its last bind (status,
-// events) is its work too; a placer that keeps writing while idle is cut
-// off at max.
-func (c *cluster) writesQuiet(ctx context.Context, quiet, max time.Duration) ([]measure.Sample, error) {
+// the last read, and whether the count went quiet. What a placer writes
+// just after its last bind (status, events) is its work too; a placer
+// that keeps writing while idle is cut off at max.
+func (c *cluster) writesQuiet(ctx context.Context, quiet, max time.Duration) ([]measure.Sample, bool, error) {
 	const poll = 250 * time.Millisecond
 	deadline := time.Now().Add(max)
 	last, err := c.metrics(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	since := time.Now()
 	for time.Now().Before(deadline) && time.Since(since) < quiet {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		case <-time.After(poll):
 		}
 		cur, err := c.metrics(ctx)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if measure.WritesFrom(cur).Total() != measure.WritesFrom(last).Total() {
 			since = time.Now()
 		}
 		last = cur
 	}
-	return last, nil
+	return last, time.Since(since) >= quiet, nil
 }
 
 func (c *cluster) stop() error {

@@ -45,6 +45,8 @@ func smokeOptions(dir string) *Options {
 	o.CRDs = strings.Join(crds, ",")
 	o.WorkDir = dir
 	o.Placers = PlacerNull
+	// One number of binds in flight: a sweep is the same runs again.
+	o.NullBindWorkers = "16"
 	o.Scale = 0.02
 	o.Hold = 500 * time.Millisecond
 	o.Settle = 10 * time.Second
@@ -65,14 +67,16 @@ var _ = Describe("a run", func() {
 		var s3 = opts.ScenarioList()[2]
 		Expect(s3.Name).To(Equal("S3"))
 
-		r := (&run{opts: opts, scenario: s3, placer: placer.Null{Exe: exe, Subcommand: NullBinderCommand},
+		r := (&run{opts: opts, scenario: s3, placer: placer.Null{Exe: exe, Subcommand: NullBinderCommand, BindWorkers: 16},
 			dir: filepath.Join(opts.WorkDir, "S3-null"), log: GinkgoWriter}).do(ctx)
 
 		Expect(r.Err).NotTo(HaveOccurred())
 		Expect(r.Throughput.Pods).To(Equal(s3.Pods()), "every pod bound once")
 		Expect(r.Throughput.Gangs).To(Equal(s3.Gangs))
 		Expect(r.Partial).To(BeEmpty())
+		Expect(r.PartialDuring).To(BeEmpty())
 		Expect(r.NeverUp).To(BeEmpty())
+		Expect(r.PeakRSS).To(BeNumerically(">", 1<<20), "the null binder's peak memory")
 		// The harness deleted gangs (pods and PodGroups) during the run;
 		// only the binds are the null binder's.
 		Expect(r.Quality.Masters).To(BeNumerically("<", s3.Gangs), "some gangs were deleted")
@@ -100,12 +104,14 @@ var _ = Describe("a run", func() {
 		Expect(doc).To(ContainSubstring("```sh\nmake bench-smoke\n```"))
 		Expect(doc).To(ContainSubstring("### S1: many small gangs"))
 		Expect(doc).To(ContainSubstring("### Placement quality (Q)"))
-		Expect(doc).To(MatchRegexp(`\| S1 \| null \| 1\.00 \| [0-9.]+[µm]?s \| POST pods/binding 40 \|`))
+		Expect(doc).To(MatchRegexp(`\| S1 \| null-16 \| 1\.00 \| (yes|no) \| [0-9.]+[µm]?s \| POST pods/binding 40 \|`))
+		Expect(doc).To(ContainSubstring("Ceiling: null-16, makespan "))
+		Expect(doc).To(ContainSubstring("Client rate limit, the same for every placer and the ceiling: none"))
 		Expect(doc).To(ContainSubstring("Machine: "))
 		Expect(stdout.String()).To(ContainSubstring("### S1: many small gangs"))
 	}, SpecTimeout(2*time.Minute))
 
-	It("with --repeat, runs each scenario that many times and shows the median run beside the range", func(ctx context.Context) {
+	It("with --repeat, runs each scenario that many times and shows each figure's median beside the range", func(ctx context.Context) {
 		opts := smokeOptions(GinkgoT().TempDir())
 		opts.Scenarios = "S1"
 		opts.Repeat = 2
@@ -113,10 +119,10 @@ var _ = Describe("a run", func() {
 
 		Expect(Run(ctx, opts, &stdout, GinkgoWriter)).To(Succeed())
 
-		Expect(filepath.Join(opts.WorkDir, "S1-null-1")).To(BeADirectory())
-		Expect(filepath.Join(opts.WorkDir, "S1-null-2")).To(BeADirectory())
+		Expect(filepath.Join(opts.WorkDir, "S1-null-16-1")).To(BeADirectory())
+		Expect(filepath.Join(opts.WorkDir, "S1-null-16-2")).To(BeADirectory())
 		Expect(stdout.String()).To(ContainSubstring("ran each scenario 2 times"))
-		Expect(stdout.String()).To(MatchRegexp(`\| null \| ([0-9]+) \([0-9]+–[0-9]+\) \|`))
-		Expect(strings.Count(stdout.String(), "| null |")).To(Equal(2), "one row in the scenario's table, one in the writes table")
+		Expect(stdout.String()).To(MatchRegexp(`\| null-16 \| [0-9.]+m?s( \([0-9.]+m?s–[0-9.]+m?s\))? \| 1\.00 \|.* \| 0 of 2 \|`))
+		Expect(strings.Count(stdout.String(), "| null-16 |")).To(Equal(2), "one row in the scenario's table, one in the writes table")
 	}, SpecTimeout(2*time.Minute))
 })

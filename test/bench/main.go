@@ -75,17 +75,16 @@ func Run(ctx context.Context, opts *Options, stdout, log io.Writer) error {
 		return err
 	}
 	meta := report.Meta{Command: opts.Command, Date: time.Now(), Settings: settings(opts)}
-	var all, shown []report.Result
+	var all []report.Result
 	for _, s := range opts.ScenarioList() {
-		runs := make([][]report.Result, len(placers))
 		// The placers take turns, so that a slow minute of this shared
 		// machine falls on all of them alike.
 		for rep := range opts.Repeat {
-			for i, p := range placers {
+			for _, p := range placers {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				if !s.RunsWith(p.Name()) {
+				if !s.RunsWith(family(p)) {
 					if rep == 0 {
 						fmt.Fprintf(log, "== %s with %s: not run (the scenario runs only %v)\n", s.Name, p.Name(), s.Placers)
 					}
@@ -99,20 +98,14 @@ func Run(ctx context.Context, opts *Options, stdout, log io.Writer) error {
 				fmt.Fprintf(log, "== %s (%s) with %s%s\n", s.Name, s.Title, p.Name(), label)
 				r := (&run{opts: opts, scenario: s, placer: p, dir: filepath.Join(opts.WorkDir, name), log: log}).do(ctx)
 				fmt.Fprintf(log, "  %s\n", summary(r))
-				runs[i] = append(runs[i], r)
 				all = append(all, r)
-			}
-		}
-		for _, r := range runs {
-			if len(r) > 0 {
-				shown = append(shown, report.Median(r))
 			}
 		}
 	}
 	meta.Machine = machineFacts()
 
 	var out strings.Builder
-	report.Markdown(&out, meta, shown)
+	report.Markdown(&out, meta, all)
 	fmt.Fprint(stdout, out.String())
 	if opts.Out != "" {
 		if err := report.UpdateFile(opts.Out, out.String()); err != nil {
@@ -123,25 +116,28 @@ func Run(ctx context.Context, opts *Options, stdout, log io.Writer) error {
 	return verdict(opts, all, log)
 }
 
-// verdict fails on a run that could not be measured and, with --check, on
-// a wrong result where every gang fits: a gang left partially bound by
-// any placer, a gang never bound whole by the null binder or Troupe, or a
-// peer that bound no gang at all (the harness did not wire it right). A
-// peer that binds some gangs and then stalls is the peer's own behaviour,
-// which the benchmark exists to show: it is reported, not failed.
+// verdict fails on a failed run (report.Result.Failure: not measured, a
+// gang partly bound at the end, or a gang the null binder or Troupe never
+// bound whole where every gang fits), and with --check also on a peer that
+// bound no gang at all (the harness did not wire it right) or a scheduler
+// that left a gang partly bound for longer than --partial-grace during the
+// run (the null binder binds pods, not gangs: its partial gangs are
+// reported, not failed). A peer that
+// binds some gangs and then stalls is the peer's own behaviour, which the
+// benchmark exists to show: it is reported, not failed.
 func verdict(opts *Options, results []report.Result, log io.Writer) error {
 	var errs []error
 	for _, r := range results {
 		name := r.Scenario.Name + "/" + r.Placer
-		peer := r.Placer != PlacerNull && !strings.HasPrefix(r.Placer, PlacerTroupe)
 		unbound := r.Scenario.MustBindAll && len(r.NeverUp) > 0
-		switch {
-		case r.Err != nil:
-			errs = append(errs, fmt.Errorf("%s: %w", name, r.Err))
+		switch err := r.Failure(); {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		case !opts.Check:
-		case len(r.Partial) > 0:
-			errs = append(errs, fmt.Errorf("%s: %d gangs partially bound: %s", name, len(r.Partial), strings.Join(r.Partial, ", ")))
-		case unbound && (!peer || r.Throughput.Gangs == 0):
+		case len(r.PartialDuring) > 0 && !strings.HasPrefix(r.Placer, PlacerNull):
+			e := r.PartialDuring[0]
+			errs = append(errs, fmt.Errorf("%s: %d gangs partly bound for longer than %v during the run, the longest %s for %v", name, len(r.PartialDuring), opts.PartialGrace, e.Gang, e.Duration()))
+		case unbound && r.Throughput.Gangs == 0:
 			errs = append(errs, fmt.Errorf("%s: %d of %d gangs never bound whole: %s", name, len(r.NeverUp), r.Scenario.Gangs, strings.Join(r.NeverUp, ", ")))
 		case unbound:
 			fmt.Fprintf(log, "note: %s left %d of %d gangs unbound after binding %d: the peer's own behaviour, not a failure\n", name, len(r.NeverUp), r.Scenario.Gangs, r.Throughput.Gangs)
@@ -160,7 +156,13 @@ func placersFor(opts *Options) ([]placer.Placer, error) {
 	for _, name := range opts.PlacerList() {
 		switch name {
 		case PlacerNull:
-			out = append(out, placer.Null{Exe: exe, Subcommand: NullBinderCommand})
+			widths, err := opts.NullWidths()
+			if err != nil {
+				return nil, err
+			}
+			for _, n := range widths {
+				out = append(out, placer.Null{Exe: exe, Subcommand: NullBinderCommand, BindWorkers: n})
+			}
 		case PlacerTroupe:
 			out = append(out, placer.Troupe{Binary: opts.TroupeScheduler, Pprof: opts.Profile})
 		case PlacerTroupeGang:
@@ -179,22 +181,38 @@ func placersFor(opts *Options) ([]placer.Placer, error) {
 	return out, nil
 }
 
+// family is the name a scenario's list of placers knows a placer by: the
+// null binder's sweep is one.
+func family(p placer.Placer) string {
+	if _, ok := p.(placer.Null); ok {
+		return PlacerNull
+	}
+	return p.Name()
+}
+
 func summary(r report.Result) string {
 	if r.Err != nil {
 		return "failed: " + r.Err.Error()
 	}
 	t := r.Throughput
-	return fmt.Sprintf("%d pods, %d gangs bound; %.0f pods/s (p50 %.0f, p90 %.0f); makespan %v; CPU %v (%v/pod); %.2f writes/pod; partial %d, never bound %d",
-		t.Pods, t.Gangs, t.Mean, t.P50, t.P90, t.Makespan.Round(time.Millisecond), r.PlacerCPU, r.CPUPerPod().Round(time.Microsecond), r.WritesPerPod(), len(r.Partial), len(r.NeverUp))
+	return fmt.Sprintf("%d pods, %d gangs bound; makespan %v (first bind %v), %.0f pods/s over it; CPU %v (%v/pod); peak RSS %d MiB; %.2f writes/pod; partial %d during, %d at the end; never bound %d; watch errors %d",
+		t.Pods, t.Gangs, t.Makespan.Round(time.Millisecond), t.FirstBind.Round(time.Millisecond), t.OverMakespan, r.PlacerCPU, r.CPUPerPod().Round(time.Microsecond),
+		r.PeakRSS>>20, r.WritesPerPod(), len(r.PartialDuring), len(r.Partial), len(r.NeverUp), r.WatchErrors)
 }
 
 func settings(o *Options) []string {
+	troupeBinds := "its own default"
+	if o.BindWorkers > 0 {
+		troupeBinds = fmt.Sprint(o.BindWorkers)
+	}
 	return []string{
-		fmt.Sprintf("Every placer: client QPS %v, burst %d; %d binds in flight for the null binder and troupe-scheduler.", o.QPS, o.Burst, o.BindWorkers),
+		fmt.Sprintf("Client rate limit, the same for every placer and the ceiling: %s. Binds in flight: the null binder swept over %s (the ceiling of a scenario is the best median makespan among them); troupe-scheduler: %s.",
+			o.Limit(), strings.ReplaceAll(o.NullBindWorkers, ",", ", "), troupeBinds),
+		fmt.Sprintf("Partial gangs: every bind is watched; a gang partly bound for longer than %v is counted during the run, and one partly bound at the end fails the run.", o.PartialGrace),
 		fmt.Sprintf("Scale %v of the reference point; S3's gangs run %v; a run ends when every gang was bound whole, after %v without a bind, or after %v.", o.Scale, o.Hold, o.Settle, o.RunTimeout),
 		"Each placer gets a fresh kube-apiserver and etcd per scenario; the clock starts when the placer's process starts, after every node, PodGroup and pod exists.",
 		repeats(o.Repeat),
-		fmt.Sprintf("CPU time and API writes are counted from the start until the API server has had no write for %v after the run, at most %v after it.", quietWrites, o.Trailing),
+		fmt.Sprintf("CPU time (the placer's whole process, every thread) and API writes are counted from the start until the API server has had no write for %v after the run, at most %v after it; peak RSS is the process's VmHWM.", quietWrites, o.Trailing),
 	}
 }
 
@@ -202,5 +220,5 @@ func repeats(n int) string {
 	if n == 1 {
 		return "Each placer ran each scenario once."
 	}
-	return fmt.Sprintf("Each placer ran each scenario %d times, the placers taking turns; every figure is from each placer's run of median mean pods/s, beside the range of the means.", n)
+	return fmt.Sprintf("Each placer ran each scenario %d times, the placers taking turns; in the scenario tables every figure is the median of its own runs, with the range.", n)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,8 +45,15 @@ type Options struct {
 	Scale     float64
 	Hold      time.Duration
 
-	// Client are every placer's client settings.
+	// Client are every placer's client settings: the same rate limit for
+	// all, and troupe-scheduler's binds in flight (0: its own default).
 	nullbinder.Client
+	// NullBindWorkers are the null binder's binds in flight, swept: each
+	// is a placer of its own, null-<n>, and the best is the ceiling.
+	NullBindWorkers string
+	// PartialGrace is how long a gang may be partly bound during a run
+	// before it is recorded as a partial gang, with its duration.
+	PartialGrace time.Duration
 
 	// Repeat is how many times each placer runs each scenario.
 	Repeat int
@@ -72,17 +80,21 @@ func NewOptions() *Options {
 		// The PodGroup and Queue CRDs of every placer, and no others: the
 		// kubeflow.org CRDs are most of config/crd/bases and would only
 		// slow every API server's start.
-		CRDs:       "config/crd/bases/scheduling.troupe.dev_podgroups.yaml,config/crd/bases/scheduling.troupe.dev_queues.yaml,config/crd/bases/scheduling.troupe.dev_topologies.yaml,config/crd/peers",
-		WorkDir:    filepath.Join(os.TempDir(), "troupe-bench"),
-		Scenarios:  strings.Join(scenario.Names, ","),
-		Placers:    defaultPlacerFilter,
-		Scale:      1,
-		Hold:       5 * time.Second,
-		Client:     nullbinder.Client{QPS: 1000, Burst: 1000, BindWorkers: 16},
-		Repeat:     1,
-		RunTimeout: 5 * time.Minute,
-		Settle:     15 * time.Second,
-		Trailing:   10 * time.Second,
+		CRDs:      "config/crd/bases/scheduling.troupe.dev_podgroups.yaml,config/crd/bases/scheduling.troupe.dev_queues.yaml,config/crd/bases/scheduling.troupe.dev_topologies.yaml,config/crd/peers",
+		WorkDir:   filepath.Join(os.TempDir(), "troupe-bench"),
+		Scenarios: strings.Join(scenario.Names, ","),
+		Placers:   defaultPlacerFilter,
+		Scale:     1,
+		Hold:      5 * time.Second,
+		// No client-side limit for any placer: the ceiling is what the
+		// API server does, and a limit would be the same for all.
+		Client:          nullbinder.Client{QPS: -1, Burst: 1000},
+		NullBindWorkers: "16,64,256",
+		PartialGrace:    2 * time.Second,
+		Repeat:          1,
+		RunTimeout:      5 * time.Minute,
+		Settle:          15 * time.Second,
+		Trailing:        10 * time.Second,
 	}
 }
 
@@ -98,9 +110,11 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Placers, "placers", o.Placers, "Comma-separated placers to measure; known: "+strings.Join(PlacerNames, ", ")+".")
 	fs.Float64Var(&o.Scale, "scale", o.Scale, "Size of the scenarios: 1 is the design's reference point (1000 nodes, 500 gangs of 4 pods); the smoke test uses 0.02.")
 	fs.DurationVar(&o.Hold, "hold", o.Hold, "How long S3's gangs run: their pods and PodGroup are deleted this long after the gang is bound.")
-	// Every placer's: the null binder and troupe-scheduler take all
-	// three, the peers QPS and burst.
+	// Every placer's QPS and burst; --bind-workers is troupe-scheduler's.
 	o.Client.BindFlags(fs)
+	fs.Lookup("bind-workers").Usage = "troupe-scheduler's binds in flight; 0 leaves its own default (the null binder's are --null-bind-workers)."
+	fs.StringVar(&o.NullBindWorkers, "null-bind-workers", o.NullBindWorkers, "Comma-separated binds in flight to sweep the null binder over, each a placer null-<n> in --placers=null; the ceiling of a scenario is their best median makespan.")
+	fs.DurationVar(&o.PartialGrace, "partial-grace", o.PartialGrace, "A gang partly bound for longer than this during a run is recorded as a partial gang, with its duration (one partial at the end fails the run).")
 	fs.IntVar(&o.Repeat, "repeat", o.Repeat, "Run each scenario this many times with every placer, the placers taking turns; the report shows each placer's run of median mean pods/s, and the range.")
 	fs.DurationVar(&o.RunTimeout, "run-timeout", o.RunTimeout, "Longest a placer gets on one scenario.")
 	fs.DurationVar(&o.Settle, "settle", o.Settle, "A run ends when no pod was bound for this long (a placer that cannot place the rest).")
@@ -153,6 +167,15 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--hold: must be greater than 0, got %v", o.Hold))
 	}
 	errs = append(errs, o.Client.Validate()...)
+	if o.BindWorkers < 0 {
+		errs = append(errs, fmt.Errorf("--bind-workers: must not be negative (0 is troupe-scheduler's default), got %d", o.BindWorkers))
+	}
+	if _, err := o.NullWidths(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.PartialGrace <= 0 {
+		errs = append(errs, fmt.Errorf("--partial-grace: must be greater than 0, got %v", o.PartialGrace))
+	}
 	if o.Repeat < 1 || o.Repeat > 9 {
 		errs = append(errs, fmt.Errorf("--repeat: must be from 1 to 9, got %d", o.Repeat))
 	}
@@ -206,6 +229,25 @@ func (o *Options) ScenarioList() []scenario.Scenario {
 		}
 	}
 	return out
+}
+
+// NullWidths is --null-bind-workers, in order, without repeats.
+func (o *Options) NullWidths() ([]int, error) {
+	var out []int
+	for _, it := range splitList(o.NullBindWorkers) {
+		n, err := strconv.Atoi(it)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--null-bind-workers: %q is not a whole number of at least 1", it)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--null-bind-workers: must name at least one number of binds in flight")
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // PlacerList is --placers in the harness's order.

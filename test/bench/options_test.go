@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,10 +55,21 @@ func TestOptionsValidate(t *testing.T) {
 		},
 		{
 			name: "numbers out of range, all reported",
-			args: append([]string{"--scale=0", "--hold=0s", "--kube-api-qps=0", "--kube-api-burst=0", "--bind-workers=0", "--run-timeout=0s", "--settle=0s", "--trailing=-1s", "--repeat=0"}, binaries...),
-			wantErr: []string{"--scale: must be greater than 0 and at most 10, got 0", "--hold: must be greater than 0", "--kube-api-qps: must be greater than 0",
-				"--kube-api-burst: must be at least 1", "--bind-workers: must be at least 1", "--run-timeout: must be greater than 0", "--settle: must be greater than 0",
-				"--trailing: must not be negative, got -1s", "--repeat: must be from 1 to 9, got 0"},
+			args: append([]string{"--scale=0", "--hold=0s", "--kube-api-qps=0", "--kube-api-burst=0", "--bind-workers=-1", "--run-timeout=0s", "--settle=0s", "--trailing=-1s", "--repeat=0",
+				"--partial-grace=0s"}, binaries...),
+			wantErr: []string{"--scale: must be greater than 0 and at most 10, got 0", "--hold: must be greater than 0", "--kube-api-qps: must not be 0",
+				"--kube-api-burst: must be at least 1", "--bind-workers: must not be negative", "--run-timeout: must be greater than 0", "--settle: must be greater than 0",
+				"--trailing: must not be negative, got -1s", "--repeat: must be from 1 to 9, got 0", "--partial-grace: must be greater than 0, got 0s"},
+		},
+		{
+			name:    "a null binder sweep that is not one",
+			args:    append([]string{"--null-bind-workers=16,0"}, binaries...),
+			wantErr: []string{`--null-bind-workers: "0" is not a whole number of at least 1`},
+		},
+		{
+			name:    "an empty null binder sweep",
+			args:    append([]string{"--null-bind-workers=,"}, binaries...),
+			wantErr: []string{"--null-bind-workers: must name at least one"},
 		},
 		{
 			name:    "settle longer than the run",
@@ -128,6 +140,12 @@ func TestMainExitCodes(t *testing.T) {
 	}
 }
 
+// partlyBound is r with a gang partly bound for 3s during the run.
+func partlyBound(r report.Result) report.Result {
+	r.PartialDuring = []measure.PartialEpisode{{Gang: "s1-0004", From: time.Second, To: 4 * time.Second}}
+	return r
+}
+
 func TestVerdict(t *testing.T) {
 	s1 := NewOptions().ScenarioList()[0]
 	q := NewOptions().ScenarioList()[5]
@@ -143,8 +161,14 @@ func TestVerdict(t *testing.T) {
 	}{
 		{name: "all bound", check: true, result: res(PlacerTroupe, 500, nil, nil)},
 		{name: "a failed run fails without --check", result: report.Result{Scenario: s1, Placer: PlacerNull, Err: errors.New("boom")}, wantErr: "S1/null: boom"},
-		{name: "partial, without --check", result: res(PlacerTroupe, 499, []string{"s1-0001"}, []string{"s1-0001"})},
-		{name: "partial fails any placer", check: true, result: res(PlacerVolcano, 499, []string{"s1-0001"}, nil), wantErr: "S1/volcano: 1 gangs partially bound: s1-0001"},
+		{name: "troupe leaving a gang unbound fails without --check", result: res(PlacerTroupe, 499, nil, []string{"s1-0002"}), wantErr: "S1/troupe: 1 of 500 gangs never bound whole: s1-0002"},
+		{name: "a peer stopped with gangs unbound, without --check", result: res(PlacerVolcano, 499, nil, []string{"s1-0002"})},
+		{name: "partial at the end fails without --check", result: res(PlacerTroupe, 499, []string{"s1-0001"}, []string{"s1-0001"}), wantErr: "S1/troupe: 1 gangs partially bound at the end: s1-0001"},
+		{name: "partial fails any placer", check: true, result: res(PlacerVolcano, 499, []string{"s1-0001"}, nil), wantErr: "S1/volcano: 1 gangs partially bound at the end: s1-0001"},
+		{name: "partial during the run fails with --check", check: true, result: partlyBound(res(PlacerVolcano, 500, nil, nil)),
+			wantErr: "S1/volcano: 1 gangs partly bound for longer than 2s during the run, the longest s1-0004 for 3s"},
+		{name: "the null binder binds pods, not gangs: its partial gangs are reported", check: true, result: partlyBound(res("null-16", 500, nil, nil))},
+		{name: "the null binder's sweep leaving a gang unbound fails", check: true, result: res("null-256", 499, nil, []string{"s1-0002"}), wantErr: "S1/null-256: 1 of 500 gangs never bound whole"},
 		{name: "troupe leaving a gang unbound fails", check: true, result: res(PlacerTroupe, 499, nil, []string{"s1-0002"}), wantErr: "S1/troupe: 1 of 500 gangs never bound whole: s1-0002"},
 		{name: "a peer that bound nothing fails", check: true, result: res(PlacerCoscheduling, 0, nil, []string{"s1-0000"}), wantErr: "S1/coscheduling: 1 of 500 gangs never bound whole"},
 		{name: "a peer that stalled is noted", check: true, result: res(PlacerCoscheduling, 499, nil, []string{"s1-0003"}), wantLog: "note: S1/coscheduling left 1 of 500 gangs unbound after binding 499"},
@@ -153,7 +177,7 @@ func TestVerdict(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var log strings.Builder
-			err := verdict(&Options{Check: tc.check}, []report.Result{tc.result}, &log)
+			err := verdict(&Options{Check: tc.check, PartialGrace: 2 * time.Second}, []report.Result{tc.result}, &log)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Errorf("verdict = %v, want %q", err, tc.wantErr)
 			}
@@ -169,11 +193,36 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Scale != 1 || o.Hold != 5*time.Second || o.QPS != 1000 || o.Burst != 1000 || o.BindWorkers != 16 ||
+	if o.Scale != 1 || o.Hold != 5*time.Second || o.QPS != -1 || o.Burst != 1000 || o.BindWorkers != 0 || o.NullBindWorkers != "16,64,256" || o.PartialGrace != 2*time.Second ||
 		o.Settle != 15*time.Second || o.Trailing != 10*time.Second || o.RunTimeout != 5*time.Minute || o.Check || o.Profile {
 		t.Errorf("defaults: %+v", o)
 	}
 	if len(o.ScenarioList()) != len(scenario.Names) || len(o.PlacerList()) != len(PlacerNames) {
 		t.Errorf("default scenarios %v, placers %v", o.Scenarios, o.Placers)
+	}
+}
+
+func TestNullWidths(t *testing.T) {
+	o, err := parse(t, append([]string{"--null-bind-workers=256, 16,64,16"}, binaries...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := o.NullWidths()
+	if err != nil || !slices.Equal(got, []int{16, 64, 256}) {
+		t.Errorf("NullWidths = %v, %v; want 16, 64, 256 in order, once each", got, err)
+	}
+	placers, err := placersFor(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range placers {
+		names = append(names, p.Name())
+	}
+	if want := "null-16,null-64,null-256,troupe,troupe-gang-events,volcano,volcano-200ms,coscheduling,kube-native"; strings.Join(names, ",") != want {
+		t.Errorf("placers %v, want %s", names, want)
+	}
+	if family(placers[1]) != PlacerNull || family(placers[3]) != PlacerTroupe {
+		t.Errorf("families %s, %s", family(placers[1]), family(placers[3]))
 	}
 }

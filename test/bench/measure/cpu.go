@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -118,4 +119,46 @@ func (s CPUSeries) Between(from, to time.Duration) time.Duration {
 		}
 	}
 	return max(end.CPU-start.CPU, 0)
+}
+
+// TickResolution is how coarse a CPU time read from /proc is, as a share
+// of it: one tick over the time. A figure per pod is as coarse as the
+// total it divides.
+func TickResolution(cpu time.Duration) float64 {
+	if cpu <= 0 {
+		return 1
+	}
+	return float64(clockTick) / float64(cpu)
+}
+
+// PeakRSS is a process's peak resident memory (VmHWM in
+// /proc/<pid>/status): all its threads share one address space, so this
+// is the whole process's. It must be read before the process exits.
+func PeakRSS(pid int) (int64, error) {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0, err
+	}
+	return parseVmHWM(string(raw))
+}
+
+// parseVmHWM reads the "VmHWM:  1234 kB" line of a /proc/<pid>/status,
+// in bytes.
+func parseVmHWM(status string) (int64, error) {
+	for _, line := range strings.Split(status, "\n") {
+		rest, ok := strings.CutPrefix(line, "VmHWM:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("malformed VmHWM line %q", line)
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("malformed VmHWM line %q", line)
+		}
+		return kb * 1024, nil
+	}
+	return 0, errors.New("no VmHWM line (a kernel thread, or not Linux)")
 }

@@ -139,3 +139,43 @@ func TestCPUSeriesBetween(t *testing.T) {
 		t.Errorf("empty series: %v", got)
 	}
 }
+
+func TestParseVmHWM(t *testing.T) {
+	tests := []struct {
+		name, status string
+		want         int64
+		wantErr      bool
+	}{
+		{name: "a process", status: "Name:\tkube-scheduler\nVmPeak:\t  900000 kB\nVmHWM:\t   51200 kB\nVmRSS:\t   40000 kB\n", want: 51200 * 1024},
+		{name: "no such line", status: "Name:\tkthreadd\nState:\tS (sleeping)\n", wantErr: true},
+		{name: "another unit", status: "VmHWM:\t 50 MB\n", wantErr: true},
+		{name: "not a number", status: "VmHWM:\t lots kB\n", wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseVmHWM(tc.status)
+			if got != tc.want || (err != nil) != tc.wantErr {
+				t.Errorf("parseVmHWM = %d, %v; want %d, error %v", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+	if rss, err := PeakRSS(os.Getpid()); err != nil || rss <= 0 {
+		t.Errorf("own peak RSS = %d, %v", rss, err)
+	}
+}
+
+func TestTickResolution(t *testing.T) {
+	tests := []struct {
+		cpu  time.Duration
+		want float64
+	}{
+		{cpu: 200 * time.Millisecond, want: 0.05},
+		{cpu: 2 * time.Second, want: 0.005},
+		{cpu: 0, want: 1},
+	}
+	for _, tc := range tests {
+		if got := TickResolution(tc.cpu); got != tc.want {
+			t.Errorf("TickResolution(%v) = %v, want %v", tc.cpu, got, tc.want)
+		}
+	}
+}

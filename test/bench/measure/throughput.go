@@ -26,6 +26,9 @@ type Throughput struct {
 	// GangsPerSecond is Gangs over the window from the first bind to the
 	// last gang complete.
 	GangsPerSecond float64
+	// OverMakespan is Pods over the makespan: the rate a user sees, with
+	// the placer's start-up in it.
+	OverMakespan float64
 }
 
 // Summarize computes the throughput from every bind's time and every
@@ -38,6 +41,9 @@ func Summarize(binds, gangsDone []time.Duration) Throughput {
 	t.FirstBind, t.LastBind = slices.Min(binds), slices.Max(binds)
 	if len(gangsDone) > 0 {
 		t.Makespan = slices.Max(gangsDone)
+		if t.Makespan > 0 {
+			t.OverMakespan = float64(t.Pods) / t.Makespan.Seconds()
+		}
 		if w := (t.Makespan - t.FirstBind).Seconds(); w > 0 {
 			t.GangsPerSecond = float64(t.Gangs) / w
 		}

@@ -31,7 +31,7 @@ func TestSummarize(t *testing.T) {
 		done:  ms(1900, 3500),
 		want: Throughput{
 			Pods: 6, Gangs: 2, FirstBind: time.Second, LastBind: 3500 * time.Millisecond, Makespan: 3500 * time.Millisecond,
-			Samples: []float64{3, 1}, Mean: 6 / 2.5, P50: 1, P90: 3, GangsPerSecond: 2 / 2.5,
+			Samples: []float64{3, 1}, Mean: 6 / 2.5, P50: 1, P90: 3, GangsPerSecond: 2 / 2.5, OverMakespan: 6 / 3.5,
 		},
 	}, {
 		name:  "a window under a second is one sample",
@@ -39,7 +39,7 @@ func TestSummarize(t *testing.T) {
 		done:  ms(450),
 		want: Throughput{
 			Pods: 3, Gangs: 1, FirstBind: 200 * time.Millisecond, LastBind: 450 * time.Millisecond, Makespan: 450 * time.Millisecond,
-			Samples: []float64{12}, Mean: 12, P50: 12, P90: 12, GangsPerSecond: 4,
+			Samples: []float64{12}, Mean: 12, P50: 12, P90: 12, GangsPerSecond: 4, OverMakespan: 3 / (450 * time.Millisecond).Seconds(),
 		},
 	}, {
 		name:  "binds at one instant stay finite",
@@ -54,7 +54,7 @@ func TestSummarize(t *testing.T) {
 		done:  ms(3500, 1900),
 		want: Throughput{
 			Pods: 6, Gangs: 2, FirstBind: time.Second, LastBind: 3500 * time.Millisecond, Makespan: 3500 * time.Millisecond,
-			Samples: []float64{3, 1}, Mean: 6 / 2.5, P50: 1, P90: 3, GangsPerSecond: 2 / 2.5,
+			Samples: []float64{3, 1}, Mean: 6 / 2.5, P50: 1, P90: 3, GangsPerSecond: 2 / 2.5, OverMakespan: 6 / 3.5,
 		},
 	}}
 	for _, tc := range tests {

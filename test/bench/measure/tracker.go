@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"time"
@@ -24,6 +25,11 @@ type Tracker struct {
 	gangBound map[string]int
 	binds     []time.Duration
 	gangsDone map[string]time.Duration
+	// partial are the episodes in which a gang had some but not all of
+	// its pods bound, in the order they began; open holds the index of
+	// each gang's episode under way.
+	partial []PartialEpisode
+	open    map[string]int
 	// unbound counts the pods that exist and are not bound: the backlog.
 	unbound  int
 	onGangUp func(gang string)
@@ -34,7 +40,7 @@ type Tracker struct {
 func NewTracker(gangSize map[string]int, onGangUp func(gang string)) *Tracker {
 	return &Tracker{
 		now: time.Now, gangSize: gangSize, bound: map[types.UID]bool{},
-		gangBound: map[string]int{}, gangsDone: map[string]time.Duration{}, onGangUp: onGangUp,
+		gangBound: map[string]int{}, gangsDone: map[string]time.Duration{}, open: map[string]int{}, onGangUp: onGangUp,
 	}
 }
 
@@ -74,6 +80,26 @@ func (t *Tracker) OnDelete(obj any) {
 	defer t.mu.Unlock()
 	if !t.bound[pod.UID] {
 		t.unbound--
+		return
+	}
+	// A bound member deleted from a gang not yet whole (a scheduler
+	// reclaiming a partial gang): the gang has fewer bound, and is no
+	// longer partial once none is.
+	gang := scenario.GangOf(pod)
+	if _, done := t.gangsDone[gang]; done {
+		return
+	}
+	t.gangBound[gang]--
+	if t.gangBound[gang] <= 0 {
+		t.closeEpisode(gang, t.now().Sub(t.start))
+	}
+}
+
+// closeEpisode ends gang's partial episode under way, if any, at at.
+func (t *Tracker) closeEpisode(gang string, at time.Duration) {
+	if i, ok := t.open[gang]; ok {
+		t.partial[i].To = at
+		delete(t.open, gang)
 	}
 }
 
@@ -93,8 +119,13 @@ func (t *Tracker) observe(pod *corev1.Pod) {
 	gang := scenario.GangOf(pod)
 	t.gangBound[gang]++
 	up := t.gangBound[gang] == t.gangSize[gang]
+	if _, ok := t.open[gang]; !ok && !up {
+		t.open[gang] = len(t.partial)
+		t.partial = append(t.partial, PartialEpisode{Gang: gang, From: at, To: -1})
+	}
 	if up {
 		t.gangsDone[gang] = at
+		t.closeEpisode(gang, at)
 	}
 	t.mu.Unlock()
 	if up && t.onGangUp != nil {
@@ -133,6 +164,38 @@ func (t *Tracker) Throughput() Throughput {
 	}
 	return Summarize(t.binds, done)
 }
+
+// PartialEpisode is a time in which a gang had some but not all of its
+// pods bound: from its first bind to its last (or to when its last bound
+// member was deleted). To is -1 while the episode is under way.
+type PartialEpisode struct {
+	Gang     string
+	From, To time.Duration
+}
+
+// PartialLongerThan lists the partial episodes that lasted longer than
+// grace by now, with those still under way counted up to now, longest
+// first. The watch sees every bind, so these are the partial gangs of the
+// whole run, not of a sample of moments.
+func (t *Tracker) PartialLongerThan(grace time.Duration) []PartialEpisode {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now().Sub(t.start)
+	var out []PartialEpisode
+	for _, e := range t.partial {
+		if e.To < 0 {
+			e.To = now
+		}
+		if e.Duration() > grace {
+			out = append(out, e)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b PartialEpisode) int { return cmp.Compare(b.Duration(), a.Duration()) })
+	return out
+}
+
+// Duration is how long the episode lasted.
+func (e PartialEpisode) Duration() time.Duration { return e.To - e.From }
 
 // GangsNeverUp lists the gangs that never had all their pods bound.
 func (t *Tracker) GangsNeverUp() []string {

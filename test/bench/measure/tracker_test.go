@@ -156,3 +156,69 @@ func TestFinalState(t *testing.T) {
 		t.Errorf("occupancy wrong: %v", q.Occupancy())
 	}
 }
+
+func TestPartialLongerThan(t *testing.T) {
+	s := qualityScenario()
+	pods := gangPods(s) // gang 0: pods[0:5], gang 1: pods[5:10]
+	g0, g1 := s.GangName(0), s.GangName(1)
+	sizes := map[string]int{g0: 5, g1: 5}
+	const grace = 2 * time.Second
+	type step struct {
+		after time.Duration
+		bind  []int // pods bound at that moment
+		del   []int // bound pods deleted at that moment
+	}
+	tests := []struct {
+		name  string
+		steps []step
+		// end is how long after the last step the episodes are read.
+		end  time.Duration
+		want []PartialEpisode
+	}{{
+		name:  "a gang bound whole within the grace is not listed",
+		steps: []step{{after: time.Second, bind: []int{0, 1}}, {after: 1500 * time.Millisecond, bind: []int{2, 3, 4}}},
+		end:   10 * time.Second,
+	}, {
+		name:  "a gang bound whole after longer than the grace is listed with its duration",
+		steps: []step{{after: time.Second, bind: []int{0}}, {after: 3 * time.Second, bind: []int{1, 2, 3, 4}}},
+		want:  []PartialEpisode{{Gang: g0, From: time.Second, To: 4 * time.Second}},
+	}, {
+		name:  "a gang still partial is counted up to now, the longest first",
+		steps: []step{{after: time.Second, bind: []int{0}}, {after: time.Second, bind: []int{5}}},
+		end:   3 * time.Second,
+		want:  []PartialEpisode{{Gang: g0, From: time.Second, To: 5 * time.Second}, {Gang: g1, From: 2 * time.Second, To: 5 * time.Second}},
+	}, {
+		name:  "a partial gang whose bound members are deleted stops being partial then",
+		steps: []step{{after: time.Second, bind: []int{0, 1}}, {after: 2500 * time.Millisecond, del: []int{0}}, {after: time.Second, del: []int{1}}},
+		end:   time.Minute,
+		want:  []PartialEpisode{{Gang: g0, From: time.Second, To: 4500 * time.Millisecond}},
+	}, {
+		name:  "a whole gang deleted (a finished job) is not partial",
+		steps: []step{{after: time.Second, bind: []int{0, 1, 2, 3, 4}}, {after: time.Second, del: []int{0}}},
+		end:   time.Minute,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTracker(sizes, nil)
+			now := time.Unix(1000, 0)
+			tr.now = func() time.Time { return now }
+			for _, p := range pods {
+				tr.OnAdd(p, true)
+			}
+			tr.Start()
+			for _, st := range tc.steps {
+				now = now.Add(st.after)
+				for _, i := range st.bind {
+					tr.OnUpdate(pods[i], bind(pods[i], "gpu-0"))
+				}
+				for _, i := range st.del {
+					tr.OnDelete(bind(pods[i], "gpu-0"))
+				}
+			}
+			now = now.Add(tc.end)
+			if got := tr.PartialLongerThan(grace); !slices.Equal(got, tc.want) {
+				t.Errorf("partial episodes = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

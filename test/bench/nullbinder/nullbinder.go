@@ -35,31 +35,41 @@ const SchedulerName = "bench-null-binder"
 // Client are the client settings the harness gives every placer, with
 // troupe-scheduler's flag names.
 type Client struct {
+	// QPS and Burst are the client's rate limit; a negative QPS sets
+	// none (client-go's meaning).
 	QPS   float64
 	Burst int
-	// BindWorkers are the binds in flight at once.
+	// BindWorkers are the binds in flight at once, for the placers that
+	// have such a setting; each checks its own.
 	BindWorkers int
+}
+
+// Limit says what the rate limit is, for a report: "none", or the QPS and
+// burst.
+func (c Client) Limit() string {
+	if c.QPS < 0 {
+		return "none (client-go's limiter off)"
+	}
+	return fmt.Sprintf("QPS %v, burst %d", c.QPS, c.Burst)
 }
 
 // BindFlags registers the settings, with their current values as
 // defaults.
 func (c *Client) BindFlags(fs *flag.FlagSet) {
-	fs.Float64Var(&c.QPS, "kube-api-qps", c.QPS, "Client queries per second to the API server.")
+	fs.Float64Var(&c.QPS, "kube-api-qps", c.QPS, "Client queries per second to the API server; a negative value sets no client-side limit.")
 	fs.IntVar(&c.Burst, "kube-api-burst", c.Burst, "Client burst of queries to the API server.")
 	fs.IntVar(&c.BindWorkers, "bind-workers", c.BindWorkers, "Binds in flight at once.")
 }
 
-// Validate reports every invalid setting, naming its flag.
+// Validate reports every invalid rate limit, naming its flag; BindWorkers
+// is its user's to check.
 func (c Client) Validate() []error {
 	var errs []error
-	if c.QPS <= 0 {
-		errs = append(errs, fmt.Errorf("--kube-api-qps: must be greater than 0, got %v", c.QPS))
+	if c.QPS == 0 {
+		errs = append(errs, errors.New("--kube-api-qps: must not be 0 (a negative value sets no client-side limit)"))
 	}
 	if c.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst: must be at least 1, got %d", c.Burst))
-	}
-	if c.BindWorkers < 1 {
-		errs = append(errs, fmt.Errorf("--bind-workers: must be at least 1, got %d", c.BindWorkers))
 	}
 	return errs
 }
@@ -71,9 +81,10 @@ type Options struct {
 	Client
 }
 
-// NewOptions returns the defaults: troupe-scheduler's.
+// NewOptions returns the defaults: no client-side limit, 16 binds in
+// flight. The harness sets every one of them.
 func NewOptions() *Options {
-	return &Options{SchedulerName: SchedulerName, Client: Client{QPS: 50, Burst: 100, BindWorkers: 16}}
+	return &Options{SchedulerName: SchedulerName, Client: Client{QPS: -1, Burst: 1000, BindWorkers: 16}}
 }
 
 // BindFlags registers the options.
@@ -86,6 +97,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 // Validate reports every invalid option, naming its flag.
 func (o *Options) Validate() error {
 	errs := o.Client.Validate()
+	if o.BindWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--bind-workers: must be at least 1, got %d", o.BindWorkers))
+	}
 	if o.SchedulerName == "" {
 		errs = append(errs, errors.New("--scheduler-name: must not be empty"))
 	}

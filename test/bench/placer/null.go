@@ -14,13 +14,27 @@ import (
 )
 
 // Null is the logic-free binder (package nullbinder), run by re-executing
-// Exe (the benchmark's own binary) with the subcommand Subcommand.
+// Exe (the benchmark's own binary) with the subcommand Subcommand, with
+// BindWorkers binds in flight (0: the harness's Env.BindWorkers). The
+// harness sweeps it over several: the best is the ceiling.
 type Null struct {
 	Exe        string
 	Subcommand string
+	// BindWorkers, if set, names it null-<BindWorkers> and overrides the
+	// Env's.
+	BindWorkers int
 }
 
-func (Null) Name() string { return "null" }
+// NullName is the null binder's name, and its names' prefix
+// (null-<binds in flight>).
+const NullName = "null"
+
+func (n Null) Name() string {
+	if n.BindWorkers > 0 {
+		return fmt.Sprintf("%s-%d", NullName, n.BindWorkers)
+	}
+	return NullName
+}
 
 // Dialect marks the pods as for any PodGroup backend, without a PodGroup:
 // the null binder reads neither.
@@ -29,6 +43,9 @@ func (Null) Dialect() Dialect { return nullDialect{} }
 func (Null) Prepare(context.Context, *rest.Config) error { return nil }
 
 func (n Null) Start(_ context.Context, env Env) (Process, error) {
+	if n.BindWorkers > 0 {
+		env.BindWorkers = n.BindWorkers
+	}
 	return startProc("null binder", n.Exe, []string{
 		n.Subcommand,
 		"--kubeconfig=" + env.Kubeconfig,

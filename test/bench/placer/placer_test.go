@@ -58,10 +58,21 @@ func TestStartArgs(t *testing.T) {
 		placer: func(b string) Placer { return Null{Exe: b, Subcommand: "null-binder"} },
 		want:   []string{"null-binder", "--kubeconfig=/kc", "--kube-api-qps=1000", "--kube-api-burst=900", "--bind-workers=16"},
 	}, {
+		name:   "null binder of a sweep, its own binds in flight",
+		placer: func(b string) Placer { return Null{Exe: b, Subcommand: "null-binder", BindWorkers: 256} },
+		want:   []string{"null-binder", "--bind-workers=256"},
+	}, {
 		name:    "troupe",
 		placer:  func(b string) Placer { return Troupe{Binary: b} },
 		want:    []string{"--kubeconfig=/kc", "--kube-api-qps=1000", "--kube-api-burst=900", "--bind-workers=16", "--health-probe-bind-address=0"},
 		notWant: []string{"--pod-scheduled-events=false", "--pprof-bind-address", "--min-cycle-period"},
+	}, {
+		name: "troupe at its own binds in flight",
+		placer: func(b string) Placer {
+			return withBindWorkers{Troupe{Binary: b}, 0}
+		},
+		want:    []string{"--kube-api-qps=1000"},
+		notWant: []string{"--bind-workers"},
 	}, {
 		name: "troupe without pod events, profiled, at another period",
 		placer: func(b string) Placer {
@@ -127,5 +138,26 @@ func TestNullDialect(t *testing.T) {
 	d.DecoratePod(pod, "g", "worker")
 	if pod.Spec.SchedulerName != nullbinder.SchedulerName || pod.Annotations["scheduling.k8s.io/group-name"] != "g" {
 		t.Errorf("pod %+v", pod)
+	}
+}
+
+// withBindWorkers starts a placer with other binds in flight than the
+// test's Env.
+type withBindWorkers struct {
+	Placer
+	n int
+}
+
+func (w withBindWorkers) Start(ctx context.Context, env Env) (Process, error) {
+	env.BindWorkers = w.n
+	return w.Placer.Start(ctx, env)
+}
+
+func TestNullName(t *testing.T) {
+	if got := (Null{}).Name(); got != "null" {
+		t.Errorf("Name() = %q", got)
+	}
+	if got := (Null{BindWorkers: 64}).Name(); got != "null-64" {
+		t.Errorf("Name() = %q", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -17,9 +18,11 @@ type Meta struct {
 	Settings []string
 }
 
-// Markdown renders the results: the settings, one table per scenario, the
-// quality check, S3's cycle times, S4's cost per pod, the API writes, and
-// the goals.
+// Markdown renders the results of every run: the settings, one table per
+// scenario (each figure the median of each placer's runs, with the
+// range), how the 5000-node scenario grows from 1000 nodes, the
+// diagnostic tables (each placer's run of median makespan), and the
+// goals.
 func Markdown(w io.Writer, meta Meta, results []Result) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("Command:\n\n```sh\n%s\n```\n\n", meta.Command)
@@ -32,34 +35,55 @@ func Markdown(w io.Writer, meta Meta, results []Result) {
 	}
 	p("\n")
 
-	ix := newIndex(results)
+	groups := Group(results)
 	for _, name := range scenarioOrder(results) {
-		scenarioTable(w, ix, name, results)
+		scenarioTable(w, groups, name)
 	}
-	qualityTable(w, results)
-	rulesTable(w, ix, results)
-	racksTable(w, ix, results)
-	strandingTable(w, results)
+	growthTable(w, newIndex(groups))
+
+	typical := make([]Result, 0, len(groups))
+	for _, g := range groups {
+		typical = append(typical, g.Typical())
+	}
+	ix := newRunIndex(typical)
+	p("### Details of each placer's run of median makespan\n\nThe tables below show one run per placer and scenario: the one of median makespan.\n\n")
+	qualityTable(w, typical)
+	rulesTable(w, ix, typical)
+	racksTable(w, ix, typical)
+	strandingTable(w, typical)
 	cycleTable(w, ix)
 	nodeCostTable(w, ix)
-	writesTable(w, results)
-	troupeTable(w, results)
-	warmTable(w, results)
+	writesTable(w, typical)
+	troupeTable(w, typical)
+	warmTable(w, typical)
 
-	p("### Goals\n\n| goal | verdict | detail |\n| --- | --- | --- |\n")
+	p("### Goals\n\nDefined in [How it measures: the goals](#the-goals); every run of every placer counts, and a failed run fails every goal it feeds.\n\n| goal | verdict | detail |\n| --- | --- | --- |\n")
 	for _, v := range Goals(results) {
 		verdict := v.String()
-		if v.Known && !v.Met {
+		if v.Known && !v.Met && !v.NoTarget {
 			verdict = "**" + verdict + "**"
 		}
 		p("| %s | %s | %s |\n", v.Goal, verdict, v.Detail)
 	}
 	p("\n")
-	for _, r := range results {
+	for _, r := range typical {
 		if r.Profile != "" {
 			p("<details><summary>CPU profile of %s in %s</summary>\n\n```\n%s\n```\n\n</details>\n\n", r.Placer, r.Scenario.Name, r.Profile)
 		}
 	}
+}
+
+// runIndex finds one result by scenario and placer.
+type runIndex map[string]map[string]Result
+
+func newRunIndex(results []Result) runIndex {
+	return indexBy(results, func(r Result) (string, string) { return r.Scenario.Name, r.Placer })
+}
+
+// get returns a placer's result of a scenario, if it was measured.
+func (ix runIndex) get(scenario, placer string) (Result, bool) {
+	r, ok := ix[scenario][placer]
+	return r, ok && r.Err == nil
 }
 
 // scenarioOrder is the scenarios in the order they first appear.
@@ -73,49 +97,100 @@ func scenarioOrder(results []Result) []string {
 	return out
 }
 
-func scenarioTable(w io.Writer, ix index, name string, results []Result) {
-	var first Result
-	for _, r := range results {
-		if r.Scenario.Name == name {
-			first = r
-			break
+// scenarioTable shows every placer's runs of a scenario: makespan first,
+// against the ceiling, then the rest; each figure the median of the runs
+// with its range.
+func scenarioTable(w io.Writer, groups []Runs, name string) {
+	var rows []Runs
+	for _, g := range groups {
+		if g.Scenario.Name == name {
+			rows = append(rows, g)
 		}
 	}
-	fmt.Fprintf(w, "### %s: %s\n\n%s.\n\n", name, first.Scenario.Title, first.Scenario.Describe())
-	fmt.Fprintf(w, "| placer | pods/s mean | p50 | p90 | gangs/s | makespan | first bind | CPU/pod | API writes/pod | partial | unbound | × null | Troupe × |\n")
+	s := rows[0].Scenario
+	fmt.Fprintf(w, "### %s: %s\n\n%s.\n\n", name, s.Title, s.Describe())
+	ceil, hasCeiling := Ceiling(groups, name)
+	if hasCeiling {
+		fmt.Fprintf(w, "Ceiling: %s, makespan %v.\n\n", ceil.Placer, round(secs(ceil.Stat(makespan).Median)))
+	}
+	fmt.Fprintf(w, "| placer | makespan | × ceiling | pods/s over makespan | first bind | CPU/pod | CPU tick | peak RSS (MiB) | API writes/pod | partial > grace during | partial at end | unbound | failed runs |\n")
 	fmt.Fprintf(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	null, hasNull := ix.get(name, Null)
-	troupe, hasTroupe := ix.get(name, Troupe)
-	for _, r := range results {
-		if r.Scenario.Name != name {
+	var fails, notes []string
+	for _, g := range rows {
+		fails = append(fails, g.Failures()...)
+		notes = append(notes, g.Notes()...)
+		failed := fmt.Sprintf("%d of %d", len(g.Failures()), len(g.All))
+		m := g.Stat(makespan)
+		if m.N == 0 {
+			fmt.Fprintf(w, "| %s | failed |%s %s |\n", g.Placer, strings.Repeat(" |", 10), failed)
 			continue
 		}
-		if r.Err != nil {
-			fmt.Fprintf(w, "| %s | failed: %s |||||||||||| \n", r.Placer, oneLine(r.Err.Error()))
-			continue
+		vsCeiling := ""
+		if hasCeiling {
+			vsCeiling = fmt.Sprintf("%.2f", m.Median/ceil.Stat(makespan).Median)
 		}
-		t := r.Throughput
-		vsNull, vsTroupe := "", ""
-		if hasNull && null.Throughput.Mean > 0 {
-			vsNull = fmt.Sprintf("%.2f", t.Mean/null.Throughput.Mean)
-		}
-		if hasTroupe && t.Mean > 0 && !isTroupe(r.Placer) {
-			vsTroupe = fmt.Sprintf("%.2f", troupe.Throughput.Mean/t.Mean)
-		}
-		fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %.1f | %v | %v | %v | %.2f | %d | %d | %s | %s |\n",
-			r.Placer, meanCell(r), t.P50, t.P90, t.GangsPerSecond, round(t.Makespan), round(t.FirstBind),
-			round(r.CPUPerPod()), r.WritesPerPod(), len(r.Partial), len(r.NeverUp), vsNull, vsTroupe)
+		partialEnd := g.Stat(func(r Result) float64 { return float64(len(r.Partial)) })
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %.1f%% | %s | %s | %s | %s | %s | %s |\n",
+			g.Placer, durCell(m), vsCeiling, numCell(g.Stat(overMakespan), "%.0f"), durCell(g.Stat(firstBind)),
+			durCell(g.Stat(cpuPerPod)), 100*g.Stat(tickShare).Max, numCell(mib(g.Stat(peakRSS)), "%.0f"), numCell(g.Stat(writesPerPod), "%.2f"),
+			partialCell(g), numCell(partialEnd, "%.0f"), numCell(g.Stat(unbound), "%.0f"), failed)
 	}
 	fmt.Fprintln(w)
+	for _, f := range fails {
+		fmt.Fprintf(w, "- failed: %s\n", f)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "- note: %s\n", n)
+	}
+	if len(fails)+len(notes) > 0 {
+		fmt.Fprintln(w)
+	}
 }
 
-// meanCell is a run's mean pods/s, and the range of its runs' means when
-// it stands for several.
-func meanCell(r Result) string {
-	if len(r.Means) < 2 {
-		return fmt.Sprintf("%.0f", r.Throughput.Mean)
+// partialCell is the median count of gangs partly bound for longer than
+// the grace during a run, and the longest such time over every run.
+func partialCell(g Runs) string {
+	cell := numCell(g.Stat(partialDuring), "%.0f")
+	var longest time.Duration
+	for _, r := range g.measured() {
+		for _, e := range r.PartialDuring {
+			longest = max(longest, e.Duration())
+		}
 	}
-	return fmt.Sprintf("%.0f (%.0f–%.0f)", r.Throughput.Mean, slices.Min(r.Means), slices.Max(r.Means))
+	if longest > 0 {
+		cell += fmt.Sprintf(", longest %v", round(longest))
+	}
+	return cell
+}
+
+// growthTable shows how each placer's makespan, CPU per pod and peak
+// memory grow from 1000 to 5000 nodes of one shape (GrowthScenarios).
+func growthTable(w io.Writer, ix index) {
+	small, big := GrowthScenarios[0], GrowthScenarios[1]
+	if ix[small] == nil || ix[big] == nil {
+		return
+	}
+	fmt.Fprintf(w, "### From 1000 to 5000 nodes (%s, %s)\n\nThe same shape at five times the nodes and gangs; medians.\n\n", small, big)
+	fmt.Fprintf(w, "| placer | makespan, 1000 nodes | 5000 nodes | × | CPU/pod, 1000 nodes | 5000 nodes | × | peak RSS (MiB), 1000 nodes | 5000 nodes | × |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	ratio := func(a, b float64) string {
+		if a == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%.2f", b/a)
+	}
+	for _, placer := range placerOrder(ix, small) {
+		s, ok1 := ix.get(small, placer)
+		b, ok2 := ix.get(big, placer)
+		if !ok1 || !ok2 {
+			continue
+		}
+		sm, bm := s.Stat(makespan).Median, b.Stat(makespan).Median
+		sc, bc := s.Stat(cpuPerPod).Median, b.Stat(cpuPerPod).Median
+		sr, br := mib(s.Stat(peakRSS)).Median, mib(b.Stat(peakRSS)).Median
+		fmt.Fprintf(w, "| %s | %v | %v | %s | %v | %v | %s | %.0f | %.0f | %s |\n", placer, round(secs(sm)), round(secs(bm)), ratio(sm, bm),
+			round(secs(sc)), round(secs(bc)), ratio(sc, bc), sr, br, ratio(sr, br))
+	}
+	fmt.Fprintln(w)
 }
 
 // where are the results that keep says to keep.
@@ -131,7 +206,7 @@ func where(results []Result, keep func(Result) bool) []Result {
 
 // rulesTable shows, for S5, which placers kept the rules the pods carry
 // and what the rules cost them beside S1.
-func rulesTable(w io.Writer, ix index, results []Result) {
+func rulesTable(w io.Writer, ix runIndex, results []Result) {
 	rows := where(results, func(r Result) bool { return r.Scenario.Name == "S5" && r.Err == nil })
 	if len(rows) == 0 {
 		return
@@ -153,7 +228,7 @@ func rulesTable(w io.Writer, ix index, results []Result) {
 // racksTable shows, for T and T0, how each placer used the racks: T's
 // gangs must each keep their workers in one rack (required), T0's carry
 // no rule; and what the rule costs beside T0.
-func racksTable(w io.Writer, ix index, results []Result) {
+func racksTable(w io.Writer, ix runIndex, results []Result) {
 	rows := where(results, func(r Result) bool { return (r.Scenario.Name == "T" || r.Scenario.Name == "T0") && r.Err == nil })
 	if len(rows) == 0 {
 		return
@@ -220,7 +295,7 @@ func qualityTable(w io.Writer, results []Result) {
 	fmt.Fprintln(w)
 }
 
-func cycleTable(w io.Writer, ix index) {
+func cycleTable(w io.Writer, ix runIndex) {
 	t, ok := ix.get("S3", Troupe)
 	if !ok {
 		return
@@ -238,7 +313,7 @@ func cycleTable(w io.Writer, ix index) {
 	fmt.Fprintln(w)
 }
 
-func nodeCostTable(w io.Writer, ix index) {
+func nodeCostTable(w io.Writer, ix runIndex) {
 	if ix["S4"] == nil || ix["S4x4"] == nil {
 		return
 	}
@@ -260,8 +335,8 @@ func nodeCostTable(w io.Writer, ix index) {
 	fmt.Fprintln(w)
 }
 
-// placerOrder is the placers of a scenario in the order they ran.
-func placerOrder(ix index, scenario string) []string {
+// placerOrder is the placers of a scenario in the harness's order.
+func placerOrder[T any](ix map[string]map[string]T, scenario string) []string {
 	var out []string
 	for p := range ix[scenario] {
 		out = append(out, p)
@@ -271,24 +346,31 @@ func placerOrder(ix index, scenario string) []string {
 }
 
 func placerRank(p string) string {
-	switch p {
-	case Null:
-		return "0"
-	case Troupe:
+	switch {
+	case isNull(p):
+		// The sweep in order of binds in flight.
+		n, _ := strconv.Atoi(strings.TrimPrefix(p, Null+"-"))
+		return fmt.Sprintf("0%09d", n)
+	case p == Troupe:
 		return "1"
-	case TroupeGangEvents:
+	case p == TroupeGangEvents:
 		return "2"
 	}
 	return "3" + p
 }
 
 func writesTable(w io.Writer, results []Result) {
-	fmt.Fprintf(w, "### API writes and the API server's work\n\nMutating requests counted by the API server (apiserver_request_total), less the harness's own, by verb and resource; "+
+	fmt.Fprintf(w, "### API writes and the API server's work\n\nMutating requests counted by the API server (apiserver_request_total), less the harness's own, by verb and resource, "+
+		"from the start until the API server has had no write for a second (quiet: no means the harness stopped counting at --trailing); "+
 		"and the CPU time kube-apiserver and etcd spent during the run (the harness's watch included), per pod bound.\n\n")
-	fmt.Fprintf(w, "| scenario | placer | writes/pod | API server + etcd CPU/pod | writes |\n| --- | --- | ---: | ---: | --- |\n")
+	fmt.Fprintf(w, "| scenario | placer | writes/pod | quiet | API server + etcd CPU/pod | writes |\n| --- | --- | ---: | --- | ---: | --- |\n")
 	for _, r := range results {
 		if r.Err == nil {
-			fmt.Fprintf(w, "| %s | %s | %.2f | %v | %s |\n", r.Scenario.Name, r.Placer, r.WritesPerPod(), round(r.ServerCPUPerPod()), r.Writes)
+			quiet := "yes"
+			if !r.Quiet {
+				quiet = "no"
+			}
+			fmt.Fprintf(w, "| %s | %s | %.2f | %s | %v | %s |\n", r.Scenario.Name, r.Placer, r.WritesPerPod(), quiet, round(r.ServerCPUPerPod()), r.Writes)
 		}
 	}
 	fmt.Fprintln(w)

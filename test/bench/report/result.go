@@ -4,8 +4,8 @@
 package report
 
 import (
-	"cmp"
-	"slices"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/troupe-ml/troupe/test/bench/measure"
@@ -47,33 +47,35 @@ type Result struct {
 	// Warm is the scenario's warm round (scenario.Scenario.WarmRound), if
 	// it had one.
 	Warm *WarmRound
-	// Means are the mean pods/s of every run this result stands for
-	// (Median), in the order they ran; nil for a single run.
-	Means []float64
+	// PartialDuring are the gangs partly bound for longer than the
+	// harness's grace at some time of the run, each with how long.
+	PartialDuring []measure.PartialEpisode
+	// PeakRSS is the placer process's peak resident memory, in bytes.
+	PeakRSS int64
+	// WatchErrors counts the times the harness's watch of the pods broke
+	// during the run: the binds made until it was back are timed late.
+	WatchErrors int
+	// Quiet says the API server had a second without writes before the
+	// harness stopped counting (--trailing): every write the placer made
+	// for the run is counted.
+	Quiet bool
 }
 
-// Median is the run of runs (one placer's runs of one scenario) with the
-// median mean pods/s, the lower of the two middle ones for an even count,
-// with Means set to every run's mean. A failed run is returned instead,
-// the first, so that a failure is never hidden by the others.
-func Median(runs []Result) Result {
-	if len(runs) == 1 {
-		return runs[0]
+// Failure says why the run failed: it could not be measured, it ended
+// with a gang partly bound, or the null binder or troupe-scheduler left a
+// gang unbound where every gang fits. Nil for a run that did not fail. A
+// peer that leaves gangs unbound (or is stopped at --run-timeout) has not
+// failed: that is its result, which the comparisons count.
+func (r Result) Failure() error {
+	switch {
+	case r.Err != nil:
+		return r.Err
+	case len(r.Partial) > 0:
+		return fmt.Errorf("%d gangs partially bound at the end: %s", len(r.Partial), strings.Join(r.Partial, ", "))
+	case r.Scenario.MustBindAll && len(r.NeverUp) > 0 && (isNull(r.Placer) || isTroupe(r.Placer)):
+		return fmt.Errorf("%d of %d gangs never bound whole: %s", len(r.NeverUp), r.Scenario.Gangs, strings.Join(r.NeverUp, ", "))
 	}
-	for _, r := range runs {
-		if r.Err != nil {
-			return r
-		}
-	}
-	means := make([]float64, len(runs))
-	for i, r := range runs {
-		means[i] = r.Throughput.Mean
-	}
-	sorted := slices.Clone(runs)
-	slices.SortStableFunc(sorted, func(a, b Result) int { return cmp.Compare(a.Throughput.Mean, b.Throughput.Mean) })
-	out := sorted[(len(sorted)-1)/2]
-	out.Means = means
-	return out
+	return nil
 }
 
 // WarmRound is a scenario's gangs placed again, as new gangs, by a placer
@@ -163,9 +165,4 @@ func (r Result) WritesPerPod() float64 {
 		return 0
 	}
 	return r.Writes.Total() / float64(r.Throughput.Pods)
-}
-
-// Complete says every gang was bound whole and none is left partial.
-func (r Result) Complete() bool {
-	return r.Err == nil && len(r.Partial) == 0 && len(r.NeverUp) == 0
 }

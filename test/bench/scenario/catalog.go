@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"time"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
@@ -31,13 +32,14 @@ func pytorchRoles(workers, gpus int, workerSelector map[string]string) []Role {
 }
 
 // Names are the scenarios in the order they run.
-var Names = []string{"S1", "S2", "S3", "S4", "S4x4", "Q", "S5", "T0", "T", "TM"}
+var Names = []string{"S1", "S2", "S3", "S4", "S4x4", "Q", "S5", "T0", "T", "TM", "S6", "S6x5", "S7x5"}
 
 // Catalog returns every scenario at scale (1 is the design's reference
 // point: 1000 nodes, 500 gangs of 4 pods, client QPS 1000); hold is how
 // long S3's gangs run.
 func Catalog(scale float64, hold time.Duration) []Scenario {
-	return []Scenario{s1(scale), s2(scale), s3(scale, hold), s4(scale, 1), s4(scale, 4), quality(scale), s5(scale), rackless(scale), racked(scale), mixedRacks(scale)}
+	return []Scenario{s1(scale), s2(scale), s3(scale, hold), s4(scale, 1), s4(scale, 4), quality(scale), s5(scale), rackless(scale), racked(scale), mixedRacks(scale),
+		gangTest(scale, 1), gangTest(scale, 5), gangBacklog(scale, hold)}
 }
 
 // s1, many small gangs: the design's reference workload; everything fits.
@@ -207,5 +209,40 @@ func mixedRacks(scale float64) Scenario {
 	s.Gangs = max(2*racks, len(s.Sizes))
 	s.BusyPerRack = []int{0, 1, 2, 3}
 	s.MustBindAll = false
+	return s
+}
+
+// gangTest is in the shape of Kubernetes' own scheduler_perf gang test: a
+// fifth of the nodes CPU-only, the rest with 8 GPUs, and 3 gangs for
+// every 5 nodes of a CPU master and 2 GPU workers; everything fits. At
+// nodeFactor 5 it is the 5000-node test (3000 gangs, 9000 pods); at 1 the
+// same shape at 1000 nodes, so that what grows from one to the other
+// (time, CPU per pod, memory) is the node and pod count alone.
+func gangTest(scale float64, nodeFactor int) Scenario {
+	s := Scenario{
+		Name: "S6", Title: "scheduler_perf's gang shape at 1000 nodes",
+		Pools: []NodePool{cpuPool(scaled(200*nodeFactor, scale, 1)), gpuPool("gpu", "A100", scaled(800*nodeFactor, scale, 1))},
+		Gangs: scaled(600*nodeFactor, scale, 1), Kind: kubeflowv1.PyTorchJobKind,
+		Roles:       pytorchRoles(2, 2, nil),
+		MustBindAll: true,
+	}
+	if nodeFactor > 1 {
+		s.Name, s.Title = fmt.Sprintf("S6x%d", nodeFactor), fmt.Sprintf("scheduler_perf's gang shape at %d nodes", 1000*nodeFactor)
+	}
+	return s
+}
+
+// gangBacklog is the 5000-node cluster of gangTest with twice the gangs
+// that fit at once: each worker takes a whole GPU node, so the GPU nodes
+// hold half the gangs, and each gang is deleted hold after it is bound,
+// as in S3, so that the backlog drains in waves.
+func gangBacklog(scale float64, hold time.Duration) Scenario {
+	s := gangTest(scale, 5)
+	const workers = 2
+	fit := max(s.Pools[1].Count/workers, 1)
+	s.Name, s.Title = "S7x5", "backlog at 5000 nodes (2× what fits), gangs finishing as in S3"
+	s.Gangs = 2 * fit
+	s.Roles[1].CPU, s.Roles[1].Memory, s.Roles[1].GPUs = "16", "64Gi", 8
+	s.Hold = hold
 	return s
 }

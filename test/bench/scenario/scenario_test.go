@@ -52,6 +52,11 @@ func TestCatalogAtTheReferencePoint(t *testing.T) {
 		{name: "S5", nodes: 1000, gangs: 500, pods: 2000, mustBindAll: true},
 		{name: "T0", nodes: 612, gangs: 60, pods: 420, mustBindAll: true},
 		{name: "T", nodes: 612, gangs: 60, pods: 420, mustBindAll: true},
+		// Kubernetes' scheduler_perf gang test: 5000 nodes, 3000 gangs
+		// of 3, and the same shape at 1000 nodes.
+		{name: "S6", nodes: 1000, gangs: 600, pods: 1800, mustBindAll: true},
+		{name: "S6x5", nodes: 5000, gangs: 3000, pods: 9000, mustBindAll: true},
+		{name: "S7x5", nodes: 5000, gangs: 4000, pods: 12000, hold: true, mustBindAll: true},
 	}
 	all := byName(t, 1)
 	for _, tc := range tests {
@@ -110,6 +115,10 @@ func TestCatalogFits(t *testing.T) {
 				fit := slots / workers.Replicas
 				if s.Gangs != 3*fit {
 					t.Errorf("scale %v: S3 has %d gangs, %d fit at once: want three times", scale, s.Gangs, fit)
+				}
+			case "S7x5":
+				if fit := slots / workers.Replicas; s.Gangs != 2*fit {
+					t.Errorf("scale %v: S7x5 has %d gangs, %d fit at once: want twice", scale, s.Gangs, fit)
 				}
 			case "TM":
 				need = 0
