@@ -126,8 +126,9 @@ BENCH_OPERATOR = go build -o bin/ ./cmd/bench ./cmd/operator ./cmd/scheduler && 
 		--volcano-scheduler="$${peers[0]}" --coscheduling-scheduler="$${peers[1]}" --training-operator="$${peers[2]}"
 
 .PHONY: bench
-bench: ## The benchmark harness (test/bench): the null binder's ceiling sweep, troupe-scheduler, Volcano, Coscheduling and kube-scheduler's own gang scheduling, scenario by scenario, up to 5000 nodes; writes docs/benchmarks.md with the goals' verdicts.
+bench: ## Every benchmark: the harness (test/bench: the null binder's ceiling sweep, troupe-scheduler, Volcano, Coscheduling and kube-scheduler's own gang scheduling, scenario by scenario, up to 5000 nodes), then bench-operator; both write docs/benchmarks.md with the goals' verdicts.
 	$(BENCH) --out=docs/benchmarks.md --command="make bench$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" $(BENCH_FLAGS)
+	$(MAKE) --no-print-directory bench-operator
 
 # The smoke leaves out volcano-200ms (Volcano at another period), S4x4 (S4
 # with more nodes), S6 and S7x5 (S6x5's smaller and backlogged kin) to stay

@@ -87,7 +87,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; 0 turns it off.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints; 0 turns them off.")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address of Go's /debug/pprof endpoints, for profiling; empty or 0 turns them off.")
-	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the API server (binds, status writes; events have their own limiter at the same rate); a negative value sets no client-side limit.")
+	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the API server: binds, status writes and the informers' lists share one token bucket (events and the leader election lease have one each at the same rate); a negative value sets no client-side limit.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the API server.")
 	fs.IntVar(&o.BindWorkers, "bind-workers", o.BindWorkers, "Binds (and status writes) in flight at once.")
 	fs.BoolVar(&o.PodScheduledEvents, "pod-scheduled-events", o.PodScheduledEvents, "Record a Scheduled event on every pod bound, as kube-scheduler does. Each is one more API write per pod; false keeps the gang's one Scheduled event on its PodGroup (failed binds are recorded on their pods either way).")
