@@ -218,6 +218,38 @@ var _ = Describe("Whole-gang restarts", func() {
 		jobs.expectCondition("evicted", "Running", "TFJobRunning")
 	})
 
+	// Found by the chaos soak (seed 265900617): a member's program failed,
+	// then, before the operator looked (it was failing over), the member's
+	// node was deleted; the operator counted a node loss, a disruption, for
+	// what was the member's own failure.
+	It("counts a member that failed on its own as a failure when its node is gone by the time it looks", func() {
+		startOperator()
+		node := testutil.MakeNode("gone-"+ns).Capacity("8", "32Gi").Obj()
+		Expect(testutil.CreateReadyNode(ctx, suite.Client, node)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(suite.Client.Delete(context.Background(), node))).To(Succeed()) })
+
+		Expect(suite.Client.Create(ctx, gangJob("failedgone", "ExitCode", gangRestart(func(gp *kubeflowv1.GangPolicy) {
+			gp.NodeLostTimeoutSeconds = ptr.To[int32](0)
+		})).Obj())).To(Succeed())
+		pods := generation("failedgone", 0, 4)
+		member := pods[1]
+		Expect(testutil.BindPod(ctx, suite.Client, &member, node.Name)).To(Succeed())
+		jobs.runAll(pods)
+		jobs.expectCondition("failedgone", "Running", "TFJobRunning")
+
+		// Both happen while no operator runs, so that it sees them together.
+		Expect(op.Stop()).To(Succeed())
+		op = nil
+		Expect(testutil.FailPod(ctx, suite.Client, &member, 137)).To(Succeed())
+		Expect(suite.Client.Delete(ctx, node)).To(Succeed())
+		startOperator()
+
+		got := jobs.expectCondition("failedgone", "Restarting", "MemberFailed")
+		Expect(got.Status.Gang.LastRestart.Member).To(Equal(member.Name))
+		Expect(got.Status.Gang.Restarts).To(Equal(int32(1)))
+		Expect(got.Status.Gang.Disruptions).To(BeZero(), "the member failed before its node went")
+	})
+
 	It("force-deletes a member stuck Terminating on a lost node after its grace period, and restarts the gang", func() {
 		startOperator()
 		node := testutil.MakeNode("lost-"+ns).Capacity("8", "32Gi").Obj()
