@@ -117,7 +117,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.PartialGrace, "partial-grace", o.PartialGrace, "A gang partly bound for longer than this during a run is recorded as a partial gang, with its duration (one partial at the end fails the run).")
 	fs.IntVar(&o.Repeat, "repeat", o.Repeat, "Run each scenario this many times with every placer, the placers taking turns; the report shows each placer's run of median mean pods/s, and the range.")
 	fs.DurationVar(&o.RunTimeout, "run-timeout", o.RunTimeout, "Longest a placer gets on one scenario.")
-	fs.DurationVar(&o.Settle, "settle", o.Settle, "A run ends when no pod was bound for this long (a placer that cannot place the rest).")
+	fs.DurationVar(&o.Settle, "settle", o.Settle, "A run ends when no pod was bound for this long since the last bind (a placer that cannot place the rest); before the first bind only --run-timeout ends it.")
 	fs.DurationVar(&o.Trailing, "trailing", o.Trailing, "After a run, its placer's CPU time and API writes are counted until the API server has had no write for 1s, at most this long (status writes and events just after the last bind are the placer's work too).")
 	fs.BoolVar(&o.Profile, "profile", o.Profile, "Take a CPU profile of troupe-scheduler in every scenario and show its top functions.")
 	fs.StringVar(&o.Out, "out", o.Out, "Markdown file whose generated section receives the results (created if missing); empty prints only.")

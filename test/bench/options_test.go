@@ -226,3 +226,19 @@ func TestNullWidths(t *testing.T) {
 		t.Errorf("families %s, %s", family(placers[1]), family(placers[3]))
 	}
 }
+
+func TestSettled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    measure.Progress
+		want bool
+	}{
+		{name: "nothing bound yet, long after the start", p: measure.Progress{SinceLastBind: time.Minute}},
+		{name: "bound, then quiet for less than settle", p: measure.Progress{Bound: 10, SinceLastBind: 14 * time.Second}},
+		{name: "bound, then quiet for longer than settle", p: measure.Progress{Bound: 10, SinceLastBind: 16 * time.Second}, want: true},
+	} {
+		if got := settled(tc.p, 15*time.Second); got != tc.want {
+			t.Errorf("%s: settled %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

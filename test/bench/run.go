@@ -396,7 +396,7 @@ func (r *run) wait(ctx context.Context, tracker *measure.Tracker, proc placer.Pr
 			}
 		}
 		switch {
-		case p.SinceLastBind > r.opts.Settle:
+		case settled(p, r.opts.Settle):
 			r.logf("  no pod bound for %v: stopping with %d of %d gangs bound whole", r.opts.Settle, p.GangsDone, gangs)
 			return s, nil
 		case time.Since(start) > r.opts.RunTimeout:
@@ -454,4 +454,14 @@ func (r *run) finalState(ctx context.Context, c *cluster, tracker *measure.Track
 
 func (r *run) logf(format string, args ...any) {
 	fmt.Fprintf(r.log, format+"\n", args...)
+}
+
+// settled says a run is over for want of binds: no pod was bound for
+// settle since the last one. Before the first bind only --run-timeout
+// ends a run: a peer's first decision over a large backlog can take
+// longer than settle (Volcano's and kube-scheduler's took over 15 s at
+// 5000 nodes), and stopping it then would report gangs it was about to
+// bind as never bound.
+func settled(p measure.Progress, settle time.Duration) bool {
+	return p.Bound > 0 && p.SinceLastBind > settle
 }
