@@ -32,11 +32,15 @@ type Checker struct {
 	mu  sync.Mutex
 	cfg Config
 
-	pods   map[string]*podRecord // by UID, while the pod exists
-	nodes  map[string]Node
-	jobs   map[string]*jobRecord // by UID, also after the job is gone
-	groups map[string]PodGroup   // by namespace/name
-	gangs  map[string]*gangRecord
+	pods  map[string]*podRecord // by UID, while the pod exists
+	nodes map[string]Node
+	// goneNodes are the nodes deleted and not back, by name: a pod bound
+	// to one afterwards (a bind that raced the deletion: the API server
+	// binds to a node name without looking it up) is lost with it.
+	goneNodes map[string]bool
+	jobs      map[string]*jobRecord // by UID, also after the job is gone
+	groups    map[string]PodGroup   // by namespace/name
+	gangs     map[string]*gangRecord
 
 	// open holds the keys of violations that are still going on, so that
 	// each is reported once per occurrence and reported again if it
@@ -224,6 +228,7 @@ func New(cfg Config) *Checker {
 		cfg:             cfg,
 		pods:            map[string]*podRecord{},
 		nodes:           map[string]Node{},
+		goneNodes:       map[string]bool{},
 		jobs:            map[string]*jobRecord{},
 		groups:          map[string]PodGroup{},
 		gangs:           map[string]*gangRecord{},
@@ -235,9 +240,24 @@ func New(cfg Config) *Checker {
 
 // Violations returns the violations found so far, in the order found.
 func (c *Checker) Violations() []Violation {
+	return c.recorded(false)
+}
+
+// Findings returns the violations of the ReportOnly invariants so far.
+func (c *Checker) Findings() []Violation {
+	return c.recorded(true)
+}
+
+func (c *Checker) recorded(findings bool) []Violation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Clone(c.violations)
+	var out []Violation
+	for _, v := range c.violations {
+		if v.Finding == findings {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Stats returns the figures so far.
@@ -261,7 +281,7 @@ func (c *Checker) violate(t time.Time, key, invariant, subject, msg string) {
 		return
 	}
 	c.open[key] = true
-	c.violations = append(c.violations, Violation{Time: t, Invariant: invariant, Subject: subject, Message: msg})
+	c.violations = append(c.violations, Violation{Time: t, Invariant: invariant, Subject: subject, Message: msg, Finding: ReportOnly[invariant]})
 }
 
 // resolve closes a violation's occurrence: the next one is reported.
@@ -420,6 +440,8 @@ func (c *Checker) checkBinding(t time.Time, rec *podRecord, p Pod) {
 // noteBreak records what happened to a member of a gang-restarted job
 // (the first thing only: what follows is its consequence):
 //   - it failed (phase Failed), unless it was being deleted already;
+//   - it was bound to a node already deleted (NodeGone breaks the members
+//     bound before the deletion);
 //   - it was deleted (a deletionTimestamp, or gone without one) while
 //     Pending or Running.
 func (c *Checker) noteBreak(rec *podRecord, prev *Pod, p Pod, gone bool) {
@@ -439,6 +461,9 @@ func (c *Checker) noteBreak(rec *podRecord, prev *Pod, p Pod, gone bool) {
 		if p.Disrupted {
 			b.what += " (DisruptionTarget)"
 		}
+	case p.Node != "" && (prev == nil || prev.Node == "") && c.goneNodes[p.Node] && !p.Terminal() && !p.Terminating && !gone:
+		b.nodeGone = true
+		b.what = "bound to node " + p.Node + " after it was deleted"
 	case (p.Terminating || gone) && !wasTerminating && !p.Terminal() && !wasTerminal:
 		b.disrupted, b.reason = p.Disrupted, p.DisruptionReason
 		b.what = "deleted while " + string(p.Phase)
@@ -584,6 +609,7 @@ func (c *Checker) Node(t time.Time, n Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nodes[n.Name] = n
+	delete(c.goneNodes, n.Name)
 	c.touch(t)
 	c.checkNode(t, n.Name)
 }
@@ -594,6 +620,7 @@ func (c *Checker) NodeGone(t time.Time, name string, rv uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.nodes, name)
+	c.goneNodes[name] = true
 	c.touch(t)
 	c.resolve("node/" + name)
 	// Every member on the node breaks at once: each is judged without

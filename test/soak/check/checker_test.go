@@ -107,8 +107,10 @@ func play(cfg Config, steps []step) (*Checker, []string) {
 	for _, s := range steps {
 		s.do(c, t0.Add(time.Duration(s.at*float64(time.Second))))
 	}
+	// Findings too, in the order recorded: a report-only rule must still
+	// fire where it should.
 	var got []string
-	for _, v := range c.Violations() {
+	for _, v := range c.violations {
 		got = append(got, v.Invariant)
 	}
 	return c, got
@@ -332,6 +334,11 @@ func TestCheckers(t *testing.T) {
 				at(2, job(gangJob(12, 1, 0, 1))), at(3, final)}),
 		},
 		{
+			name: "a member bound to a node already deleted breaks with it",
+			steps: seq(twoRunning, []step{at(0, node("n3", "32", "8")), at(1, nodeGone("n3", 9)), at(1, pod(member("w2", "2", 0, 10).on("n3"))),
+				at(2, job(gangJob(12, 1, 0, 1))), at(3, final)}),
+		},
+		{
 			name: "a break in the last generation left alone",
 			steps: seq(twoRunning, []step{at(1, pod(member("w0", "0", 0, 10).on("n1").failed(137, 10))),
 				at(3, final)}),
@@ -543,5 +550,24 @@ func TestFromJobElastic(t *testing.T) {
 					j.Elastic, j.Worker0Hosts, j.ElasticMinMember, j.ElasticMinWorkers, tc.elastic, tc.hosts, tc.minMember, tc.minWorks)
 			}
 		})
+	}
+}
+
+// TestElasticMinimumIsReportedNotFailed: an elastic member replaced alone
+// where the gang needed it is a finding, not a violation that fails the
+// run (ReportOnly).
+func TestElasticMinimumIsReportedNotFailed(t *testing.T) {
+	c, got := play(Config{PartialGrace: 10 * time.Second, PartialMargin: 5 * time.Second, WaitLimit: 10 * time.Second},
+		seq(elasticRunning(2), replacedAlone("0")))
+	if !slices.Contains(got, ElasticMinimum) {
+		t.Fatalf("recorded %v, want elastic-minimum among them", got)
+	}
+	for _, v := range c.Violations() {
+		if v.Invariant == ElasticMinimum {
+			t.Errorf("elastic-minimum fails the run: %v", v)
+		}
+	}
+	if f := c.Findings(); len(f) == 0 || f[0].Invariant != ElasticMinimum {
+		t.Errorf("findings %v, want elastic-minimum", f)
 	}
 }
