@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -80,4 +81,16 @@ func Main[O Parsed](ctx context.Context, name string, args []string, stderr io.W
 		return 1
 	}
 	return 0
+}
+
+// SplitList splits a comma-separated flag value into its items, trimmed,
+// leaving out empty ones ("a, b,,c" is a, b, c).
+func SplitList(list string) []string {
+	var out []string
+	for _, it := range strings.Split(list, ",") {
+		if it = strings.TrimSpace(it); it != "" {
+			out = append(out, it)
+		}
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/troupe-ml/troupe/internal/cmdutil"
 	"github.com/troupe-ml/troupe/internal/testutil"
 	"github.com/troupe-ml/troupe/test/bench/measure"
 	"github.com/troupe-ml/troupe/test/bench/nullbinder"
@@ -39,7 +40,7 @@ func smokeOptions(dir string) *Options {
 	o := NewOptions()
 	o.ControlPlaneDir = os.Getenv("KUBEBUILDER_ASSETS")
 	var crds []string
-	for _, c := range splitList(o.CRDs) {
+	for _, c := range cmdutil.SplitList(o.CRDs) {
 		crds = append(crds, filepath.Join(testutil.RepoRoot(), c))
 	}
 	o.CRDs = strings.Join(crds, ",")

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/troupe-ml/troupe/internal/cmdutil"
 	"github.com/troupe-ml/troupe/test/bench/nullbinder"
 	"github.com/troupe-ml/troupe/test/bench/scenario"
 )
@@ -132,7 +133,7 @@ func (o *Options) Validate() error {
 	if o.ControlPlaneDir == "" {
 		errs = append(errs, errors.New("--control-plane-dir: must name the folder of etcd and kube-apiserver (hack/controlplane.sh prints it), or set KUBEBUILDER_ASSETS"))
 	}
-	if len(splitList(o.CRDs)) == 0 {
+	if len(cmdutil.SplitList(o.CRDs)) == 0 {
 		errs = append(errs, errors.New("--crds: must name at least one file or folder"))
 	}
 	if o.WorkDir == "" {
@@ -193,7 +194,7 @@ func (o *Options) Validate() error {
 
 // checkList checks a comma-separated list against the names allowed.
 func checkList(flagName, list string, allowed []string) error {
-	items := splitList(list)
+	items := cmdutil.SplitList(list)
 	if len(items) == 0 {
 		return fmt.Errorf("%s: must name at least one of %s", flagName, strings.Join(allowed, ", "))
 	}
@@ -209,19 +210,9 @@ func checkList(flagName, list string, allowed []string) error {
 	return nil
 }
 
-func splitList(list string) []string {
-	var out []string
-	for _, it := range strings.Split(list, ",") {
-		if it = strings.TrimSpace(it); it != "" {
-			out = append(out, it)
-		}
-	}
-	return out
-}
-
 // ScenarioList is --scenarios in the catalog's order.
 func (o *Options) ScenarioList() []scenario.Scenario {
-	want := splitList(o.Scenarios)
+	want := cmdutil.SplitList(o.Scenarios)
 	var out []scenario.Scenario
 	for _, s := range scenario.Catalog(o.Scale, o.Hold) {
 		if slices.Contains(want, s.Name) {
@@ -234,7 +225,7 @@ func (o *Options) ScenarioList() []scenario.Scenario {
 // NullWidths is --null-bind-workers, in order, without repeats.
 func (o *Options) NullWidths() ([]int, error) {
 	var out []int
-	for _, it := range splitList(o.NullBindWorkers) {
+	for _, it := range cmdutil.SplitList(o.NullBindWorkers) {
 		n, err := strconv.Atoi(it)
 		if err != nil || n < 1 {
 			return nil, fmt.Errorf("--null-bind-workers: %q is not a whole number of at least 1", it)
@@ -252,7 +243,7 @@ func (o *Options) NullWidths() ([]int, error) {
 
 // PlacerList is --placers in the harness's order.
 func (o *Options) PlacerList() []string {
-	want := splitList(o.Placers)
+	want := cmdutil.SplitList(o.Placers)
 	var out []string
 	for _, p := range PlacerNames {
 		if slices.Contains(want, p) {

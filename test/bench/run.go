@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/informers"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/troupe-ml/troupe/internal/cmdutil"
 	"github.com/troupe-ml/troupe/test/bench/measure"
 	"github.com/troupe-ml/troupe/test/bench/placer"
 	"github.com/troupe-ml/troupe/test/bench/report"
@@ -43,7 +44,7 @@ func (r *run) do(ctx context.Context) (res report.Result) {
 		return res
 	}
 	cpStart := time.Now()
-	c, err := startCluster(r.opts.ControlPlaneDir, splitList(r.opts.CRDs), r.dir)
+	c, err := startCluster(r.opts.ControlPlaneDir, cmdutil.SplitList(r.opts.CRDs), r.dir)
 	if err != nil {
 		res.Err = err
 		return res

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/troupe-ml/troupe/internal/cmdutil"
 )
 
 // Options are the flags of `bench operator`.
@@ -116,12 +118,12 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: %w", flag, err))
 		}
 	}
-	for _, name := range splitList(o.Combinations) {
+	for _, name := range cmdutil.SplitList(o.Combinations) {
 		if _, ok := combinationByName(name); !ok {
 			errs = append(errs, fmt.Errorf("--combinations: unknown %q; known: %s", name, strings.Join(CombinationNames(), ", ")))
 		}
 	}
-	if len(splitList(o.Combinations)) == 0 {
+	if len(cmdutil.SplitList(o.Combinations)) == 0 {
 		errs = append(errs, errors.New("--combinations: none given"))
 	}
 	if o.Jobs < 1 || o.Workers < 1 || o.Repeat < 1 {
@@ -142,21 +144,11 @@ func (o *Options) Validate() error {
 // CombinationList are the combinations --combinations names, in the
 // catalogue's order; unknown names are left out (Validate reports them).
 func (o *Options) CombinationList() []Combination {
-	want := splitList(o.Combinations)
+	want := cmdutil.SplitList(o.Combinations)
 	var out []Combination
 	for _, c := range Combinations {
 		if slices.Contains(want, c.Name) {
 			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
 		}
 	}
 	return out
