@@ -157,6 +157,8 @@ func (r *Reconciler) reconcileGangRestart(ctx context.Context, s *scope) (bool, 
 		}
 	}
 	if len(stale) > 0 {
+		// Their loss is stored: it is why they are of an older generation.
+		s.judged = stale
 		return true, r.tearDown(ctx, s, stale)
 	}
 	s.pods = current
@@ -224,12 +226,15 @@ func (r *Reconciler) tearDown(ctx context.Context, s *scope, stale []*corev1.Pod
 func (r *Reconciler) forceDeletePod(ctx context.Context, s *scope, pod *corev1.Pod, why string) error {
 	r.expect.expectDelete(s.key, pod.UID, s.now.Time)
 	err := r.client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return nil
+	case err != nil:
 		r.expect.deleteFailed(s.key, pod.UID)
 		return fmt.Errorf("force-delete pod %s: %w", pod.Name, err)
 	}
 	r.event(s.job, corev1.EventTypeWarning, "ForceDeletedPod", fmt.Sprintf("Force-deleted pod %s: %s.", pod.Name, why))
-	return nil
+	return r.release(ctx, pod)
 }
 
 // nodeHealth is what the engine knows of a member's node.

@@ -12,6 +12,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -248,6 +250,78 @@ var _ = Describe("Whole-gang restarts", func() {
 		Expect(got.Status.Gang.LastRestart.Member).To(Equal(member.Name))
 		Expect(got.Status.Gang.Restarts).To(Equal(int32(1)))
 		Expect(got.Status.Gang.Disruptions).To(BeZero(), "the member failed before its node went")
+	})
+
+	// Found by the chaos soak (seed 74015533): members deleted (preempted,
+	// evicted) and gone before the operator looked at their job (kwok
+	// confirms a deletion at once; the operator was failing over) left no
+	// trace, and the operator created them again alone in their
+	// generation, beside a gang that had lost them.
+	It("restarts the gang for a member deleted while no operator runs, holding it until then", func() {
+		startOperator()
+		Expect(suite.Client.Create(ctx, gangJob("vanished", "Never", gangRestart()).Obj())).To(Succeed())
+		pods := running("vanished")
+		member := pods[2]
+		Expect(member.Finalizers).To(ContainElement(kubeflowv1.GangMemberFinalizer))
+
+		Expect(op.Stop()).To(Succeed())
+		op = nil
+		// An unbound pod deleted with no grace period would be gone at once.
+		Expect(suite.Client.Delete(ctx, &member, client.GracePeriodSeconds(0))).To(Succeed())
+		Consistently(func(g Gomega) {
+			held := &corev1.Pod{}
+			g.Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(&member), held)).To(Succeed())
+			g.Expect(held.DeletionTimestamp).NotTo(BeNil())
+		}, time.Second).Should(Succeed(), "held by its finalizer while no operator can judge it")
+		startOperator()
+
+		job := jobs.expectCondition("vanished", "Restarting", "MemberEvicted")
+		Expect(job.Status.Gang.LastRestart.Member).To(Equal(member.Name))
+		Expect(job.Status.Gang.Disruptions).To(Equal(int32(1)))
+		Expect(job.Status.Gang.Generation).To(Equal(int32(1)))
+		second := generation("vanished", 1, 4)
+		Expect(uids(second)).NotTo(ContainElement(string(member.UID)))
+	})
+
+	It("lets the members of a deleted job go, holding them while no operator runs", func() {
+		startOperator()
+		Expect(suite.Client.Create(ctx, gangJob("foreground", "Never", gangRestart()).Obj())).To(Succeed())
+		Expect(suite.Client.Create(ctx, gangJob("background", "Never", gangRestart()).Obj())).To(Succeed())
+		members := append(running("foreground"), running("background")...)
+		Expect(op.Stop()).To(Succeed())
+		op = nil
+
+		// A foreground deletion keeps the job, being deleted, until its
+		// pods are gone; a background one removes it at once. envtest
+		// runs no garbage collector: the test deletes the pods as it would.
+		foreground := jobs.get(Default, "foreground")
+		Expect(suite.Client.Delete(ctx, foreground, client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
+		DeferCleanup(func() {
+			// The garbage collector's own finalizer, which it would remove.
+			Expect(client.IgnoreNotFound(suite.Client.Patch(context.Background(), foreground,
+				client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))).To(Succeed())
+		})
+		Expect(suite.Client.Delete(ctx, jobs.get(Default, "background"))).To(Succeed())
+		for i := range members {
+			Expect(suite.Client.Delete(ctx, &members[i])).To(Succeed())
+		}
+		Consistently(func(g Gomega) {
+			for _, name := range []string{"foreground", "background"} {
+				pods, err := testutil.JobPods(ctx, suite.Client, ns, name)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(pods).To(HaveLen(4))
+				g.Expect(pods).To(HaveEach(HaveField("DeletionTimestamp", Not(BeNil()))))
+			}
+		}, time.Second).Should(Succeed())
+
+		startOperator()
+		Eventually(func(g Gomega) {
+			for _, name := range []string{"foreground", "background"} {
+				pods, err := testutil.JobPods(ctx, suite.Client, ns, name)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(pods).To(BeEmpty(), "the members of %s are released", name)
+			}
+		}).Should(Succeed())
 	})
 
 	It("force-deletes a member stuck Terminating on a lost node after its grace period, and restarts the gang", func() {

@@ -74,6 +74,7 @@ func newPod(fw Framework, gang integrations.Backend, job Job, rtype kubeflowv1.R
 		// member in place would take it out of step with the rest.
 		pod.Spec.RestartPolicy = corev1.RestartPolicyNever
 		stampGeneration(job, pod)
+		trackMember(pod)
 	}
 	if gang != nil {
 		gang.DecoratePod(pod, job.GetName(), integrations.RoleOf(string(rtype)))

@@ -1,14 +1,17 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -23,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 	"github.com/troupe-ml/troupe/controllers/jobmetrics"
 	"github.com/troupe-ml/troupe/integrations"
 )
@@ -107,6 +111,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			b = b.Owns(t)
 		}
 	}
+	if slices.ContainsFunc(r.gangs.All(), integrations.ReadsTopology) {
+		b = b.Watches(&schedulingv1alpha1.Topology{}, handler.EnqueueRequestsFromMapFunc(r.jobsNamingTopology))
+	}
 	// A lost node changes none of its pods (no kubelet is left to write
 	// their status), yet it breaks their gangs: its readiness wakes them.
 	b = b.Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.jobsOnNode),
@@ -144,6 +151,43 @@ func (r *Reconciler) jobsOnNode(ctx context.Context, node client.Object) []recon
 	return out
 }
 
+// jobsNamingTopology maps a Topology to the unfinished jobs of this
+// framework whose topology policy names it (or names none, for the
+// default).
+func (r *Reconciler) jobsNamingTopology(ctx context.Context, topology client.Object) []reconcile.Request {
+	gvk := r.fw.GroupVersionKind()
+	obj, err := r.client.Scheme().New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err != nil {
+		log.FromContext(ctx).Error(err, "no list type for the job kind", "kind", gvk.Kind)
+		return nil
+	}
+	list := obj.(client.ObjectList)
+	if err := r.client.List(ctx, list); err != nil {
+		log.FromContext(ctx).Error(err, "list jobs naming a Topology that changed", "topology", topology.GetName())
+		return nil
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "read the job list", "kind", gvk.Kind)
+		return nil
+	}
+	var out []reconcile.Request
+	for _, item := range items {
+		job, ok := item.(Job)
+		if !ok || IsFinished(job.GetJobStatus()) {
+			continue
+		}
+		gp := job.GetRunPolicy().GangPolicy
+		if gp == nil || gp.Topology == nil {
+			continue
+		}
+		if cmp.Or(gp.Topology.TopologyName, schedulingv1alpha1.DefaultTopologyName) == topology.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: job.GetNamespace(), Name: job.GetName()}})
+		}
+	}
+	return out
+}
+
 // scope is one reconcile pass over one job.
 type scope struct {
 	// original is the job as read; the status patch is computed against it.
@@ -160,6 +204,9 @@ type scope struct {
 	deleted bool
 	// recreate holds failed pods to replace once the status is written.
 	recreate []*corev1.Pod
+	// judged holds the pods whose fate the pass decided: those being
+	// deleted are released once the status is written (member_finalizer.go).
+	judged []*corev1.Pod
 	// gang is the job's gang backend, nil for none.
 	gang integrations.Backend
 	// gangRestart is the job's whole-gang restart policy, nil when its
@@ -189,12 +236,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.expect.forget(req.String())
 			r.forgetWarnings(req.String())
 			r.metrics.Deleted(req.NamespacedName)
-			return ctrl.Result{}, nil
+			return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, err
 	}
-	if !managedByTroupe(job) || job.GetDeletionTimestamp() != nil {
+	if !managedByTroupe(job) {
 		return ctrl.Result{}, nil
+	}
+	if job.GetDeletionTimestamp() != nil {
+		return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName)
 	}
 	s := &scope{
 		original: job,
@@ -224,6 +274,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.deletePod(ctx, s, pod); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	// Likewise, members being deleted are released only once what their
+	// loss decided is stored.
+	if err := r.releaseMembers(ctx, s.judged, isTerminating); err != nil {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: s.requeueAfter}, nil
 }
@@ -257,8 +312,10 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) error {
 
 	switch {
 	case IsFinished(status):
+		s.judged = s.pods
 		return r.reconcileFinished(ctx, s)
 	case isSuspended(s.job):
+		s.judged = s.pods
 		return r.reconcileSuspended(ctx, s)
 	}
 	if IsConditionTrue(status, ConditionSuspended) {
@@ -298,6 +355,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
+	s.judged = s.pods
 	r.updateReplicaStatuses(s, pass.replicas)
 
 	if exceeded, msg := pastBackoffLimit(s.job, s.pods); exceeded && pass.backoffExceeded == "" {

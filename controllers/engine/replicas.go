@@ -272,12 +272,17 @@ func (r *Reconciler) createService(ctx context.Context, s *scope, rtype kubeflow
 func (r *Reconciler) deletePod(ctx context.Context, s *scope, pod *corev1.Pod) error {
 	r.expect.expectDelete(s.key, pod.UID, s.now.Time)
 	err := r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return nil
+	case err != nil:
 		r.expect.deleteFailed(s.key, pod.UID)
 		return fmt.Errorf("delete pod %s: %w", pod.Name, err)
 	}
 	r.event(s.job, corev1.EventTypeNormal, "SuccessfulDeletePod", "Deleted pod: "+pod.Name)
-	return nil
+	// The engine deletes a member only on a stored decision or the spec:
+	// nothing is left to judge (member_finalizer.go).
+	return r.release(ctx, pod)
 }
 
 func (r *Reconciler) deleteService(ctx context.Context, s *scope, svc *corev1.Service) error {

@@ -90,10 +90,8 @@ type report struct {
 	Setup      time.Duration
 	Options    *Options
 	Violations []check.Violation
-	// Findings are what the report-only invariants flagged (check.ReportOnly).
-	Findings []check.Violation
-	Stats    check.Stats
-	Tally    *tally
+	Stats      check.Stats
+	Tally      *tally
 	// Err is a failure of the harness itself (not of Troupe).
 	Err error
 }
@@ -143,13 +141,6 @@ func (r *report) markdown(w io.Writer) {
 		}
 		if r.Err != nil {
 			fmt.Fprintf(w, "- harness error: %v\n", r.Err)
-		}
-		fmt.Fprintln(w)
-	}
-	if len(r.Findings) > 0 {
-		fmt.Fprintf(w, "%d findings of report-only invariants (they do not fail the run; docs/reliability.md):\n\n", len(r.Findings))
-		for _, v := range r.Findings {
-			fmt.Fprintf(w, "- `%s` %s, %s: %s\n", v.Time.UTC().Format("15:04:05.000"), v.Invariant, v.Subject, v.Message)
 		}
 		fmt.Fprintln(w)
 	}

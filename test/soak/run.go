@@ -96,7 +96,6 @@ func Run(ctx context.Context, o *Options, log io.Writer) *report {
 	r.logf("seed %d (rerun: make soak SOAK_SEED=%d SOAK_DURATION=%s); work dir %s", seed, seed, o.Duration, o.WorkDir)
 	rep.Err = r.do(ctx, seed, rep)
 	rep.Violations = r.checker.Violations()
-	rep.Findings = r.checker.Findings()
 	rep.Stats = r.checker.Stats()
 	return rep
 }

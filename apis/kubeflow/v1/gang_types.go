@@ -230,3 +230,14 @@ type GangRestart struct {
 
 // GangGenerationLabel carries a pod's gang generation.
 const GangGenerationLabel = "troupe.dev/gang-generation"
+
+// GangMemberFinalizer is on every pod of a gang-restarted job. A member
+// deleted by anyone (an eviction, a preemption, a reclaim, a node's pod
+// garbage collector) stays, Terminating, until the operator has judged its
+// loss and stored what follows from it (a gang restart, or the member
+// replaced alone); only then does the operator remove the finalizer. Without
+// it, a member deleted and gone between two passes, or while no operator
+// leads, leaves no trace: the operator cannot tell it from a member not
+// created yet, and would create it again alone beside a gang that lost it.
+// batch/v1 Job keeps its pods the same way (batch.kubernetes.io/job-tracking).
+const GangMemberFinalizer = "troupe.dev/gang-member"

@@ -240,24 +240,9 @@ func New(cfg Config) *Checker {
 
 // Violations returns the violations found so far, in the order found.
 func (c *Checker) Violations() []Violation {
-	return c.recorded(false)
-}
-
-// Findings returns the violations of the ReportOnly invariants so far.
-func (c *Checker) Findings() []Violation {
-	return c.recorded(true)
-}
-
-func (c *Checker) recorded(findings bool) []Violation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []Violation
-	for _, v := range c.violations {
-		if v.Finding == findings {
-			out = append(out, v)
-		}
-	}
-	return out
+	return slices.Clone(c.violations)
 }
 
 // Stats returns the figures so far.
@@ -281,7 +266,7 @@ func (c *Checker) violate(t time.Time, key, invariant, subject, msg string) {
 		return
 	}
 	c.open[key] = true
-	c.violations = append(c.violations, Violation{Time: t, Invariant: invariant, Subject: subject, Message: msg, Finding: ReportOnly[invariant]})
+	c.violations = append(c.violations, Violation{Time: t, Invariant: invariant, Subject: subject, Message: msg})
 }
 
 // resolve closes a violation's occurrence: the next one is reported.

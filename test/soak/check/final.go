@@ -107,16 +107,18 @@ func (c *Checker) restartCounts(t time.Time, uid string, j *jobRecord) {
 		if j.gone && b.gen == final {
 			continue
 		}
-		if b.replaced && j.cur.Elastic {
+		if b.replaced {
 			// An elastic member replaced alone owes no restart while the
-			// gang kept its minimums without it; otherwise the gang was
-			// owed a restart, and the break counts as one below. A member
-			// of any other gang job replaced alone still owes one.
+			// gang kept its minimums without it. Any other member replaced
+			// alone (a new pod of it in its generation) is a gang that
+			// runs on without a member it lost: the soak's jobs restart on
+			// every trigger (the default restartOn). The break still
+			// counts as one the gang was owed a restart for, below.
 			if b.elasticOK {
 				c.stats.ElasticReplacements++
 				continue
 			}
-			c.violate(t, fmt.Sprintf("elastic/%s/%s/%d", uid, b.pod, b.gen), ElasticMinimum, st.Key.String(), fmt.Sprintf(
+			c.violate(t, fmt.Sprintf("alone/%s/%s/%d", uid, b.pod, b.gen), ReplacedAlone, st.Key.String(), fmt.Sprintf(
 				"%s (generation %d) %s and was replaced alone, but %s: the gang was owed a restart", b.pod, b.gen, b.what, b.elasticWhy))
 		}
 		k := b.kind(j.cur.RestartPolicy)
