@@ -46,6 +46,21 @@ type Companions interface {
 	CompanionTypes() []client.Object
 }
 
+// TopologyReader is a Backend whose verdict on a job's topology policy
+// reads the Topology object the policy names (Volcano's keeps a rule only
+// at a level that Topology has): the operator looks at the jobs that name
+// a Topology again when it changes, so that a job refused for a level the
+// Topology lacked runs once the level is added.
+type TopologyReader interface {
+	ReadsTopology() bool
+}
+
+// ReadsTopology reports whether b's verdict on a job reads its Topology.
+func ReadsTopology(b Backend) bool {
+	r, ok := b.(TopologyReader)
+	return ok && r.ReadsTopology()
+}
+
 // OwnedTypes are every kind of object b keeps per job: its PodGroup first.
 func OwnedTypes(b Backend) []client.Object {
 	types := []client.Object{b.PodGroupType()}

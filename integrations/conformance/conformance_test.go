@@ -597,6 +597,29 @@ var _ = Describe("Gang backend", func() {
 						admit(b, "early")
 						livePods("early", 3)
 					})
+
+					It("refuses a job whose required rule names a level its Topology lacks, and runs it once the Topology has the level", func() {
+						def := testutil.MakeTopology(schedulingv1alpha1.DefaultTopologyName).Level("host", corev1.LabelHostname).Obj()
+						Expect(client.IgnoreNotFound(suite.Client.Delete(ctx, def.DeepCopy()))).To(Succeed())
+						Eventually(func() bool {
+							return apierrors.IsNotFound(suite.Client.Get(ctx, client.ObjectKeyFromObject(def), &schedulingv1alpha1.Topology{}))
+						}).Should(BeTrue())
+						Expect(suite.Client.Create(ctx, def)).To(Succeed())
+						start(t.flags...)
+						Expect(suite.Client.Create(ctx, topologyJob("nolevel", rackRule(schedulingv1alpha1.TopologyPack, true)))).To(Succeed())
+						c := expectCondition("nolevel", engine.ConditionGangScheduled, corev1.ConditionFalse, engine.ReasonTopologyUnsupported)
+						Expect(c.Message).To(ContainSubstring(`Topology "default" has no level "rack"`))
+						Consistently(podCount("nolevel"), quiet).Should(BeZero())
+
+						// The cluster's description gains the level: nothing
+						// about the job changed, and it runs.
+						Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(def), def)).To(Succeed())
+						def.Spec.Levels = append([]schedulingv1alpha1.TopologyLevel{{Name: "rack", NodeLabel: "example.com/rack"}}, def.Spec.Levels...)
+						Expect(suite.Client.Update(ctx, def)).To(Succeed())
+						Eventually(func(g Gomega) { t.placed(g, podGroupOf(g, b, "nolevel"), "worker", true) }, 30*time.Second).Should(Succeed())
+						admit(b, "nolevel")
+						livePods("nolevel", 3)
+					})
 				}
 				if len(t.flags) > 0 {
 					refusesAndWarns("Pack (without "+strings.Join(t.flags, " ")+")", func() { start() }, schedulingv1alpha1.TopologyPack, t.unkeptWithoutFlags)

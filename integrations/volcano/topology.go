@@ -77,6 +77,10 @@ func topologyName(t *integrations.GangTopology) string {
 	return t.TopologyName
 }
 
+// ReadsTopology: with HyperNodes generated, what Volcano keeps of a job's
+// rules depends on the levels of the Topology they come from.
+func (b Backend) ReadsTopology() bool { return b.HyperNodes != nil }
+
 // UnkeptTopologyRules lists what Volcano cannot keep of t (see above).
 func (b Backend) UnkeptTopologyRules(t *integrations.GangTopology) []integrations.UnkeptRule {
 	all := func(why string) []integrations.UnkeptRule {

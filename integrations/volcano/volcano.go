@@ -37,6 +37,7 @@ var (
 	_ integrations.Backend            = Backend{}
 	_ integrations.TopologyPlacer     = Backend{}
 	_ integrations.RoleMinimumsKeeper = Backend{}
+	_ integrations.TopologyReader     = Backend{}
 )
 
 // KeepsRoleMinimums: the PodGroup has minTaskMember.
