@@ -87,7 +87,8 @@ func GangSpec(fw Framework, job Job) integrations.GangSpec {
 // was told not to wait), and never for a job whose choice of backend is
 // invalid, which fails here.
 //
-// Only a gang without live pods waits: a new one, or one restarted whole.
+// Only a gang without live pods (nor members being deleted that no pass
+// judged yet) waits: a new one, or one restarted whole.
 // Volcano sends a PodGroup that lost a member back to Pending; holding the
 // pass then would leave the running members' failures unhandled and the
 // status stale until Volcano admits the gang again.
@@ -108,7 +109,10 @@ func (r *Reconciler) syncGang(ctx context.Context, s *scope) (bool, error) {
 		return false, err
 	}
 	spec := GangSpec(r.fw, s.job)
-	live := slices.ContainsFunc(s.pods, isLive)
+	// Members being deleted that the operator has not judged yet are the
+	// gang's too (member_finalizer.go): a pass that held here would never
+	// judge them, and they would never go.
+	live := slices.ContainsFunc(s.pods, func(p *corev1.Pod) bool { return isLive(p) || isTracked(p) })
 	if r.refuseTopology(s, backend, spec.Topology, live) || r.refuseRoleMinimums(s, backend, spec, live) {
 		return false, nil
 	}
@@ -130,7 +134,7 @@ func (r *Reconciler) syncGang(ctx context.Context, s *scope) (bool, error) {
 	// A PodGroup not written yet holds the pods even with
 	// --wait-for-podgroup-admission=false: they would go to the backend's
 	// scheduler with no gang.
-	hold := !state.Admitted && (r.waitForAdmission || wait != nil) && !slices.ContainsFunc(s.pods, isLive)
+	hold := !state.Admitted && (r.waitForAdmission || wait != nil) && !live
 	r.setGangScheduled(s, backend, state, spec.MinMember, hold)
 	return !hold, nil
 }

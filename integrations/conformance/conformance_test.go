@@ -238,9 +238,10 @@ var _ = Describe("Gang backend", func() {
 				})
 			}
 
-			It("restarts a broken gang as a new gang that the backend admits afresh", func() {
-				start()
-				job := mixedJob("regang", 2)
+			// gangRestartJob is mixedJob restarted whole on any break,
+			// without backoff.
+			gangRestartJob := func(name string) *kubeflowv1.TFJob {
+				job := mixedJob(name, 2)
 				for _, spec := range job.Spec.TFReplicaSpecs {
 					spec.RestartPolicy = "ExitCode"
 				}
@@ -248,7 +249,12 @@ var _ = Describe("Gang backend", func() {
 					RestartPolicy: kubeflowv1.GangRestartPolicyGang,
 					Backoff:       &kubeflowv1.GangBackoff{InitialSeconds: ptr.To[int32](0), MaxSeconds: ptr.To[int32](0)},
 				}
-				Expect(suite.Client.Create(ctx, job)).To(Succeed())
+				return job
+			}
+
+			It("restarts a broken gang as a new gang that the backend admits afresh", func() {
+				start()
+				Expect(suite.Client.Create(ctx, gangRestartJob("regang"))).To(Succeed())
 				admit(b, "regang")
 				pods := livePods("regang", 3)
 				var uid types.UID
@@ -276,6 +282,39 @@ var _ = Describe("Gang backend", func() {
 				}
 				expectCondition("regang", "Restarting", corev1.ConditionTrue, "MemberFailed")
 			})
+
+			if b.unadmit != nil {
+				// The members' finalizer holds them until the operator has
+				// judged them: a backend that stopped admitting the gang
+				// must not keep the operator from doing so.
+				It("restarts a gang whose members are all deleted while the backend no longer admits it", func() {
+					op := run()
+					Expect(suite.Client.Create(ctx, gangRestartJob("lost"))).To(Succeed())
+					admit(b, "lost")
+					pods := livePods("lost", 3)
+					for i := range pods {
+						Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[i], corev1.PodRunning)).To(Succeed())
+					}
+					expectCondition("lost", engine.ConditionGangScheduled, corev1.ConditionTrue, engine.ReasonGangScheduled)
+
+					// All of it happens while no operator runs, so that the
+					// next one finds every member being deleted at once.
+					Expect(op.Stop()).To(Succeed())
+					setPhase(b, "lost", b.unadmit)
+					for i := range pods {
+						Expect(suite.Client.Delete(ctx, &pods[i], client.GracePeriodSeconds(0))).To(Succeed())
+					}
+					start()
+					c := expectCondition("lost", "Restarting", corev1.ConditionTrue, "MemberEvicted")
+					Expect(c.Message).To(ContainSubstring("was deleted while it ran"))
+					Eventually(podCount("lost")).Should(BeZero(), "the deleted members are released")
+					Consistently(podCount("lost"), quiet).Should(BeZero(), "no member of the new gang before the backend admits it")
+					admit(b, "lost")
+					for _, p := range livePods("lost", 3) {
+						Expect(p.Labels).To(HaveKeyWithValue(kubeflowv1.GangGenerationLabel, "1"))
+					}
+				})
+			}
 
 			It("marks every pod of every kind with its scheduler, group and role", func() {
 				start()
