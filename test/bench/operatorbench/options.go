@@ -34,10 +34,9 @@ type Options struct {
 	Jobs         int
 	Workers      int
 	Repeat       int
-	// QPS and Burst are every operator's and scheduler's client flags.
-	// The same flags are not the same limit: training-operator shares one
-	// token bucket among its clients, Troupe's operator has one per kind
-	// (docs/benchmarks.md says what that does to the figures).
+	// QPS and Burst are every operator's and scheduler's client flags:
+	// the same limit for both operators, each of which shares one token
+	// bucket among all its clients (Troupe's since cmdutil.LimitClients).
 	QPS   float64
 	Burst int
 	// TrainingOperatorQPS and TrainingOperatorBurst, when set, replace
@@ -92,7 +91,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Repeat, "repeat", o.Repeat, "Runs of each combination, the combinations taking turns; figures are medians with ranges.")
 	fs.Float64Var(&o.QPS, "qps", o.QPS, "Client QPS of every operator and scheduler.")
 	fs.IntVar(&o.Burst, "burst", o.Burst, "Client burst of every operator and scheduler.")
-	fs.IntVar(&o.TrainingOperatorQPS, "training-operator-qps", 0, "training-operator's client QPS, if not --qps: its one token bucket is shared by all its clients, where Troupe's operator has one per kind.")
+	fs.IntVar(&o.TrainingOperatorQPS, "training-operator-qps", 0, "training-operator's client QPS, if not --qps: to compare the operators at different rates (each shares one token bucket among all its clients).")
 	fs.IntVar(&o.TrainingOperatorBurst, "training-operator-burst", 0, "training-operator's client burst, if not --burst.")
 	fs.DurationVar(&o.RunTimeout, "run-timeout", o.RunTimeout, "Longest wait for every pod to run, in one run.")
 	fs.DurationVar(&o.Settle, "settle", o.Settle, "CPU and writes are still counted this long after every pod runs.")
