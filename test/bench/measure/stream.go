@@ -1,0 +1,145 @@
+package measure
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// Stream is what a run measured of gangs that arrive during it (TS): how
+// many arrived and were bound whole, how long each waited, and the GPUs
+// stranded while gangs waited.
+type Stream struct {
+	// Arrived counts the gangs created during the run; Bound those of
+	// them bound whole.
+	Arrived, Bound int
+	// Waits are, per arrived gang, the time from its arrival to its last
+	// pod bound; for a gang never bound whole, to the end of the run: a
+	// lower bound, so that a gang left waiting does not shorten the
+	// figure.
+	Waits []time.Duration
+	// Stranded are the GPUs stranded (Stranding.StrandedGPUs), one sample
+	// per tick at which some gang waited.
+	Stranded []int64
+}
+
+// StreamOf reads a stream's figures from when each gang arrived and when
+// each gang was bound whole (both from the clock's start), at the end of
+// the run, end; stranded are the samples taken.
+func StreamOf(arrived, done map[string]time.Duration, end time.Duration, stranded []int64) Stream {
+	s := Stream{Arrived: len(arrived), Stranded: stranded}
+	for gang, at := range arrived {
+		up, ok := done[gang]
+		if ok {
+			s.Bound++
+		} else {
+			up = end
+		}
+		s.Waits = append(s.Waits, max(up-at, 0))
+	}
+	slices.Sort(s.Waits)
+	return s
+}
+
+// Wait is the q-quantile of the waits, nearest rank (0 with none).
+func (s Stream) Wait(q float64) time.Duration {
+	xs := make([]float64, len(s.Waits))
+	for i, w := range s.Waits {
+		xs[i] = float64(w)
+	}
+	return time.Duration(Quantile(xs, q))
+}
+
+// StrandedMedian is the median of the samples of GPUs stranded, nearest
+// rank (0 with none: no gang ever waited at a tick).
+func (s Stream) StrandedMedian() int64 {
+	xs := make([]float64, len(s.Stranded))
+	for i, n := range s.Stranded {
+		xs[i] = float64(n)
+	}
+	return int64(Quantile(xs, 0.5))
+}
+
+// StrandedMax is the largest sample of GPUs stranded.
+func (s Stream) StrandedMax() int64 {
+	if len(s.Stranded) == 0 {
+		return 0
+	}
+	return slices.Max(s.Stranded)
+}
+
+// StrandingSampler samples, during a run, the GPUs that no waiting gang
+// can use, as StrandingOf reads them at a run's end (TM): the nodes and
+// the background pods are fixed for the run; the gangs' pods and which
+// gangs are whole are read at each sample.
+type StrandingSampler struct {
+	nodes      []*corev1.Node
+	background []*corev1.Pod
+	label      string
+	samples    []int64
+}
+
+// NewStrandingSampler samples over nodes, with the background pods bound
+// to them, racks by label.
+func NewStrandingSampler(nodes []*corev1.Node, background []*corev1.Pod, label string) *StrandingSampler {
+	return &StrandingSampler{nodes: nodes, background: background, label: label}
+}
+
+// Sample reads the GPUs stranded now, from the gangs' pods and the gangs
+// bound whole, and keeps the figure if some gang waits: with none
+// waiting nothing is stranded, and a run's figure is over the moments
+// when gangs waited. It says whether it kept one.
+func (s *StrandingSampler) Sample(gangPods []*corev1.Pod, whole map[string]bool) bool {
+	all := append(slices.Clone(s.background), gangPods...)
+	st := StrandingOf(s.nodes, all, gangPods, whole, s.label)
+	if st.Waiting == 0 {
+		return false
+	}
+	s.samples = append(s.samples, st.StrandedGPUs)
+	return true
+}
+
+// Samples are the figures kept, in order.
+func (s *StrandingSampler) Samples() []int64 { return slices.Clone(s.samples) }
+
+// BindLog keeps every pod as it was first seen bound, so that the racks of
+// gangs deleted during a run (TS) can still be read (RacksOf). It is a
+// client-go event handler.
+type BindLog struct {
+	mu   sync.Mutex
+	seen map[types.UID]bool
+	pods []*corev1.Pod
+}
+
+// NewBindLog returns an empty log.
+func NewBindLog() *BindLog { return &BindLog{seen: map[types.UID]bool{}} }
+
+var _ toolscache.ResourceEventHandler = &BindLog{}
+
+func (l *BindLog) OnAdd(obj any, _ bool) { l.observe(obj) }
+func (l *BindLog) OnUpdate(_, obj any)   { l.observe(obj) }
+func (l *BindLog) OnDelete(any)          {}
+
+func (l *BindLog) observe(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.seen[pod.UID] {
+		l.seen[pod.UID] = true
+		l.pods = append(l.pods, pod)
+	}
+}
+
+// Pods are the pods seen bound, each once, in the order they were.
+func (l *BindLog) Pods() []*corev1.Pod {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.pods)
+}
