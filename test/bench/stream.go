@@ -111,9 +111,6 @@ func (a *arrivals) existing() map[string]bool {
 	return maps.Clone(a.created)
 }
 
-// strandingTick is how often a stream's stranded GPUs are sampled.
-const strandingTick = 250 * time.Millisecond
-
 // stream is a streamed scenario's side of a run (TS): it creates the
 // gangs during the run, samples the GPUs stranded while gangs wait, and
 // logs every bind, so that the racks of gangs deleted during the run are
@@ -171,7 +168,7 @@ func (st *stream) start(ctx context.Context, c *cluster, dialect placer.Dialect,
 	st.sampled = make(chan struct{})
 	go func() {
 		defer close(st.sampled)
-		tick := time.NewTicker(strandingTick)
+		tick := time.NewTicker(measure.StrandingTick)
 		defer tick.Stop()
 		for {
 			select {

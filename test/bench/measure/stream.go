@@ -72,6 +72,10 @@ func (s Stream) StrandedMax() int64 {
 	return slices.Max(s.Stranded)
 }
 
+// StrandingTick is how often a run of a stream samples the GPUs
+// stranded.
+const StrandingTick = 250 * time.Millisecond
+
 // StrandingSampler samples, during a run, the GPUs that no waiting gang
 // can use, as StrandingOf reads them at a run's end (TM): the nodes and
 // the background pods are fixed for the run; the gangs' pods and which

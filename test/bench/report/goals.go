@@ -165,6 +165,7 @@ func Goals(results []Result) []Verdict {
 		topologyVsVolcano(ix),
 		topologyCost(ix),
 		topologyUnderPressure(ix),
+		topologyStream(ix),
 	}
 }
 
@@ -334,6 +335,27 @@ func topologyUnderPressure(ix index) Verdict {
 	met := t.Stat(split).Max == 0 && tb >= vb && ts <= vs && tp < vp
 	return judge(v, []Runs{t, vc}, met, fmt.Sprintf("Troupe: %.0f gangs bound, %.0f split at most, %.0f GPUs stranded, %v per gang; Volcano: %.0f bound, %.0f split, %.0f stranded, %v per gang",
 		tb, t.Stat(split).Max, ts, round(secs(tp)), vb, vc.Stat(split).Median, vs, round(secs(vp))))
+}
+
+// topologyStream judges Troupe against Volcano with HyperNodes on TS, the
+// gangs arriving over time and ending: Troupe splits no gang in any run
+// and, by medians, binds at least as many of the arrived gangs whole,
+// strands no more GPUs (each run's figure the median of its samples) and
+// has a shorter wait per gang.
+func topologyStream(ix index) Verdict {
+	v := Verdict{Goal: "TS against Volcano: troupe-scheduler splits no gang in any run, and by medians binds at least as many gangs whole, strands no more GPUs (median of samples) and has a shorter median wait per gang than Volcano with HyperNodes"}
+	t, ok1 := ix.get("TS", Troupe)
+	vc, ok2 := ix.get("TS", "volcano")
+	if !ok1 || !ok2 {
+		return v
+	}
+	tb, vb := t.Stat(streamBound).Median, vc.Stat(streamBound).Median
+	ts, vs := t.Stat(streamStranded).Median, vc.Stat(streamStranded).Median
+	tw, vw := t.Stat(streamWait).Median, vc.Stat(streamWait).Median
+	split := t.Stat(splitGangs).Max
+	met := split == 0 && tb >= vb && ts <= vs && tw < vw
+	return judge(v, []Runs{t, vc}, met, fmt.Sprintf("Troupe: %.0f of %.0f gangs bound whole, %.0f split at most, %.0f GPUs stranded, wait %v; Volcano: %.0f of %.0f bound, %.0f split, %.0f stranded, wait %v",
+		tb, t.Stat(streamArrived).Median, split, ts, round(secs(tw)), vb, vc.Stat(streamArrived).Median, vc.Stat(splitGangs).Max, vs, round(secs(vw))))
 }
 
 // topologyKept judges whether Troupe keeps T's required rule in every

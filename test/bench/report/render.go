@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/troupe-ml/troupe/test/bench/measure"
 )
 
 // Meta is what the report says about how the results were made.
@@ -40,6 +42,7 @@ func Markdown(w io.Writer, meta Meta, results []Result) {
 		scenarioTable(w, groups, name)
 	}
 	growthTable(w, newIndex(groups))
+	streamTable(w, groups)
 
 	typical := make([]Result, 0, len(groups))
 	for _, g := range groups {
@@ -189,6 +192,37 @@ func growthTable(w io.Writer, ix index) {
 		sr, br := mib(s.Stat(peakRSS)).Median, mib(b.Stat(peakRSS)).Median
 		fmt.Fprintf(w, "| %s | %v | %v | %s | %v | %v | %s | %.0f | %.0f | %s |\n", placer, round(secs(sm)), round(secs(bm)), ratio(sm, bm),
 			round(secs(sc)), round(secs(bc)), ratio(sc, bc), sr, br, ratio(sr, br))
+	}
+	fmt.Fprintln(w)
+}
+
+// streamTable shows, for TS, what each placer made of gangs arriving over
+// time and ending: the gangs bound whole of those that arrived, any split
+// across racks, each gang's wait from its arrival to bound whole (the
+// median and p90 of a run's gangs), and the GPUs stranded, sampled while
+// gangs waited (the median and the largest of a run's samples); each
+// figure the median of the runs, with the range.
+func streamTable(w io.Writer, groups []Runs) {
+	var rows []Runs
+	for _, g := range groups {
+		if g.Scenario.Name == "TS" && g.Stat(streamArrived).N > 0 {
+			rows = append(rows, g)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### Topology stream (TS)\n\nGangs arriving during the run and deleted %v after they are bound whole; medians of the runs, with the range. "+
+		"Wait: from a gang's arrival to its last pod bound (to the run's end for one never bound), median and p90 of the run's gangs. "+
+		"GPUs stranded: free GPUs no waiting gang can use, sampled every %v while some gang waited, the median and largest of the run's samples.\n\n",
+		rows[0].Scenario.Hold, measure.StrandingTick)
+	fmt.Fprintf(w, "| placer | gangs bound whole | of arrived | split across racks | wait, median | wait, p90 | GPUs stranded, median | GPUs stranded, max | samples | makespan | CPU/pod |\n")
+	fmt.Fprintf(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, g := range rows {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.Placer,
+			numCell(g.Stat(streamBound), "%.0f"), numCell(g.Stat(streamArrived), "%.0f"), numCell(g.Stat(splitGangs), "%.0f"),
+			durCell(g.Stat(streamWait)), durCell(g.Stat(streamWaitP90)), numCell(g.Stat(streamStranded), "%.0f"), numCell(g.Stat(strandedMax), "%.0f"),
+			numCell(g.Stat(strandingSamples), "%.0f"), durCell(g.Stat(makespan)), durCell(g.Stat(cpuPerPod)))
 	}
 	fmt.Fprintln(w)
 }
