@@ -100,6 +100,9 @@ func TestGoals(t *testing.T) {
 		r.Stream = &measure.Stream{Arrived: 320, Bound: bound, Stranded: stranded, Waits: []time.Duration{wait}}
 		return r
 	}
+	// 317 of 320 bound, without the gangs left unbound failing the run.
+	fewerBound := stream(Troupe, 317, 0, []int64{8}, 20*time.Millisecond)
+	fewerBound.NeverUp = nil
 	// met is a run in which every goal is met: troupe within 1.15× of the
 	// best null binder (0.9 s in S1, 1 s in S6x5) and ahead of Volcano,
 	// its CPU per pod 1.2× from 1000 to 5000 nodes.
@@ -173,8 +176,10 @@ func TestGoals(t *testing.T) {
 		results: with(stream(Troupe, 320, 0, []int64{8}, 20*time.Millisecond), stream(Troupe, 320, 1, []int64{8}, 20*time.Millisecond)),
 		want:    map[string]string{"TS against Volcano": "not met"},
 	}, {
+		// Troupe leaving a TS gang unbound fails its run anyway (every
+		// gang fits in the end); without that, the comparison alone.
 		name:    "TS: troupe binds fewer gangs whole",
-		results: with(stream(Troupe, 317, 0, []int64{8}, 20*time.Millisecond), stream(Troupe, 317, 0, []int64{8}, 20*time.Millisecond)),
+		results: with(fewerBound, fewerBound),
 		want:    map[string]string{"TS against Volcano": "not met"},
 	}, {
 		name:    "TS: troupe strands more GPUs",
