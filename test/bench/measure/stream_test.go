@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -73,20 +72,11 @@ func TestStreamOf(t *testing.T) {
 // 8 whole-node workers. A sample is taken only while a gang waits, and
 // reads StrandingOf's figure then.
 func TestStrandingSampler(t *testing.T) {
-	var ts scenario.Scenario
-	for _, s := range scenario.Catalog(0.02, time.Second) {
-		if s.Name == "TS" {
-			ts = s
-		}
-	}
+	ts := named(0.02, "TS")
 	nodes := ts.NodeObjects() // 2 CPU nodes, then gpu-0..gpu-7 in rack-0
 	gpuNode := func(i int) string { return nodes[len(nodes)-8+i].Name }
 	// Background load: 4 GPUs taken on gpu-7.
-	busy := ts.Gang(99, "bench", troupe.Backend{}).Pods[1]
-	busy.Labels = map[string]string{}
-	busy.Spec.NodeName = gpuNode(7)
-	busy.Spec.Containers[0].Resources.Limits[scenario.GPU] = *resource.NewQuantity(4, resource.DecimalSI)
-	sampler := NewStrandingSampler(nodes, []*corev1.Pod{busy}, scenario.RackLabel)
+	sampler := NewStrandingSampler(nodes, []*corev1.Pod{busyPod(ts, gpuNode(7), 4)}, scenario.RackLabel)
 
 	// gang builds gang i with its workers on the GPU nodes given (nil:
 	// waiting, none bound).
@@ -129,12 +119,7 @@ func TestStrandingSampler(t *testing.T) {
 // The log keeps each pod once, as first seen bound, and keeps it when it
 // is deleted: the racks of gangs deleted during a run are still read.
 func TestBindLog(t *testing.T) {
-	var ts scenario.Scenario
-	for _, s := range scenario.Catalog(0.05, time.Second) {
-		if s.Name == "TS" {
-			ts = s
-		}
-	}
+	ts := named(0.05, "TS")
 	nodes := ts.NodeObjects() // 5 CPU nodes, then 3 racks of 8 GPU nodes
 	gpu := func(i int) string { return nodes[5+i].Name }
 	log := NewBindLog()
