@@ -182,21 +182,25 @@ func (st *stream) start(ctx context.Context, c *cluster, dialect placer.Dialect,
 	return nil
 }
 
-// sample samples the GPUs stranded among the gangs that exist whole
-// (those being created are left out), done being those bound whole.
+// sample samples the GPUs stranded, from the gangs' pods now (objs) and
+// those bound whole (done): a gang waits from when it exists whole (its
+// PodGroup and every pod created) until it is bound whole.
 func (st *stream) sample(done map[string]time.Duration, objs []any) {
 	existing := st.arrivals.existing()
-	var gangPods []*corev1.Pod
+	gangPods := make([]*corev1.Pod, 0, len(objs))
+	notWaiting := map[string]bool{}
 	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok && existing[scenario.GangOf(p)] {
+		if p, ok := o.(*corev1.Pod); ok {
 			gangPods = append(gangPods, p)
+			if g := scenario.GangOf(p); !existing[g] {
+				notWaiting[g] = true
+			}
 		}
 	}
-	whole := make(map[string]bool, len(done))
 	for g := range done {
-		whole[g] = true
+		notWaiting[g] = true
 	}
-	st.sampler.Sample(gangPods, whole)
+	st.sampler.Sample(gangPods, notWaiting)
 }
 
 // stop ends the arrivals and the sampling and returns the first creation

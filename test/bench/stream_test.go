@@ -130,3 +130,27 @@ func TestWriteCounter(t *testing.T) {
 		t.Errorf("a run without a stream wrote %v", got)
 	}
 }
+
+// A gang waits, for the stranding samples, from when it exists whole
+// until it is bound whole: one still being created, or bound, does not.
+func TestStreamSample(t *testing.T) {
+	ts := scenario.Catalog(0.02, time.Second)[slices.Index(scenario.Names, "TS")]
+	st := &stream{s: ts, arrivals: &arrivals{created: map[string]bool{}}}
+	st.sampler = measure.NewStrandingSampler(ts.NodeObjects(), nil, scenario.RackLabel)
+	// Gang 3 asks the whole rack; one of gang 0's workers holds a node.
+	g0, g3 := ts.Gang(0, namespace, troupe.Backend{}), ts.Gang(3, namespace, troupe.Backend{})
+	g0.Pods[1].Spec.NodeName = "gpu-0"
+	var objs []any
+	for _, p := range slices.Concat(g0.Pods, g3.Pods) {
+		objs = append(objs, p)
+	}
+	done := map[string]time.Duration{g0.Name: time.Second}
+	st.sample(done, objs) // gang 3 is being created
+	st.arrivals.created[g3.Name] = true
+	st.sample(done, objs) // gang 3 waits: the 7 free nodes are stranded
+	done[g3.Name] = 2 * time.Second
+	st.sample(done, objs)
+	if got, want := st.sampler.Samples(), []int64{7 * 8}; !slices.Equal(got, want) {
+		t.Errorf("samples %v, want %v", got, want)
+	}
+}

@@ -94,12 +94,13 @@ func NewStrandingSampler(nodes []*corev1.Node, background []*corev1.Pod, label s
 }
 
 // Sample reads the GPUs stranded now, from the gangs' pods and the gangs
-// bound whole, and keeps the figure if some gang waits: with none
-// waiting nothing is stranded, and a run's figure is over the moments
-// when gangs waited. It says whether it kept one.
-func (s *StrandingSampler) Sample(gangPods []*corev1.Pod, whole map[string]bool) bool {
+// that do not wait (bound whole, or not yet arrived whole), and keeps the
+// figure if some gang waits: with none waiting nothing is stranded, and a
+// run's figure is over the moments when gangs waited. It says whether it
+// kept one.
+func (s *StrandingSampler) Sample(gangPods []*corev1.Pod, notWaiting map[string]bool) bool {
 	all := append(slices.Clone(s.background), gangPods...)
-	st := StrandingOf(s.nodes, all, gangPods, whole, s.label)
+	st := StrandingOf(s.nodes, all, gangPods, notWaiting, s.label)
 	if st.Waiting == 0 {
 		return false
 	}
