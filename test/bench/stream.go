@@ -222,7 +222,12 @@ func (st *stream) result(done map[string]time.Duration, end time.Duration) *meas
 	if st.arrivals != nil {
 		arrived = st.arrivals.arrived()
 	}
-	s := measure.StreamOf(arrived, done, end, st.sampler.Samples())
+	workers := make(map[string]int, st.s.Gangs)
+	for i := range st.s.Gangs {
+		workers[st.s.GangName(i)] = st.s.ReplicasOf(len(st.s.Roles)-1, i)
+	}
+	s := measure.StreamOf(arrived, done, end, workers)
+	s.Stranded, s.Free = st.sampler.Samples()
 	return &s
 }
 

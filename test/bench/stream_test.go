@@ -150,7 +150,7 @@ func TestStreamSample(t *testing.T) {
 	st.sample(done, objs) // gang 3 waits: the 7 free nodes are stranded
 	done[g3.Name] = 2 * time.Second
 	st.sample(done, objs)
-	if got, want := st.sampler.Samples(), []int64{7 * 8}; !slices.Equal(got, want) {
-		t.Errorf("samples %v, want %v", got, want)
+	if got, _ := st.sampler.Samples(); !slices.Equal(got, []int64{7 * 8}) {
+		t.Errorf("samples %v, want 56 stranded once", got)
 	}
 }

@@ -20,18 +20,22 @@ type Stream struct {
 	// Waits are, per arrived gang, the time from its arrival to its last
 	// pod bound; for a gang never bound whole, to the end of the run: a
 	// lower bound, so that a gang left waiting does not shorten the
-	// figure.
+	// figure. In order, shortest first.
 	Waits []time.Duration
+	// WaitsBy are the same waits by the gang's workers (its GPU pods).
+	WaitsBy map[int][]time.Duration
 	// Stranded are the GPUs stranded (Stranding.StrandedGPUs), one sample
-	// per tick at which some gang waited.
-	Stranded []int64
+	// per tick at which some gang waited; Free the GPUs free at the same
+	// ticks, stranded or not.
+	Stranded, Free []int64
 }
 
-// StreamOf reads a stream's figures from when each gang arrived and when
+// StreamOf reads a stream's waits from when each gang arrived and when
 // each gang was bound whole (both from the clock's start), at the end of
-// the run, end; stranded are the samples taken.
-func StreamOf(arrived, done map[string]time.Duration, end time.Duration, stranded []int64) Stream {
-	s := Stream{Arrived: len(arrived), Stranded: stranded}
+// the run, end; workers are each gang's GPU pods. The samples of GPUs
+// stranded are the caller's to add.
+func StreamOf(arrived, done map[string]time.Duration, end time.Duration, workers map[string]int) Stream {
+	s := Stream{Arrived: len(arrived), WaitsBy: map[int][]time.Duration{}}
 	for gang, at := range arrived {
 		up, ok := done[gang]
 		if ok {
@@ -39,37 +43,42 @@ func StreamOf(arrived, done map[string]time.Duration, end time.Duration, strande
 		} else {
 			up = end
 		}
-		s.Waits = append(s.Waits, max(up-at, 0))
+		w := max(up-at, 0)
+		s.Waits = append(s.Waits, w)
+		s.WaitsBy[workers[gang]] = append(s.WaitsBy[workers[gang]], w)
 	}
 	slices.Sort(s.Waits)
+	for _, ws := range s.WaitsBy {
+		slices.Sort(ws)
+	}
 	return s
 }
 
 // Wait is the q-quantile of the waits, nearest rank (0 with none).
-func (s Stream) Wait(q float64) time.Duration {
-	xs := make([]float64, len(s.Waits))
-	for i, w := range s.Waits {
-		xs[i] = float64(w)
-	}
-	return time.Duration(Quantile(xs, q))
+func (s Stream) Wait(q float64) time.Duration { return quantileOf(s.Waits, q) }
+
+// WaitOf is the q-quantile of the waits of gangs of that many workers.
+func (s Stream) WaitOf(workers int, q float64) time.Duration {
+	return quantileOf(s.WaitsBy[workers], q)
 }
 
 // StrandedMedian is the median of the samples of GPUs stranded, nearest
 // rank (0 with none: no gang ever waited at a tick).
-func (s Stream) StrandedMedian() int64 {
-	xs := make([]float64, len(s.Stranded))
-	for i, n := range s.Stranded {
-		xs[i] = float64(n)
-	}
-	return int64(Quantile(xs, 0.5))
-}
+func (s Stream) StrandedMedian() int64 { return quantileOf(s.Stranded, 0.5) }
+
+// FreeMedian is the median of the samples of GPUs free.
+func (s Stream) FreeMedian() int64 { return quantileOf(s.Free, 0.5) }
 
 // StrandedMax is the largest sample of GPUs stranded.
-func (s Stream) StrandedMax() int64 {
-	if len(s.Stranded) == 0 {
-		return 0
+func (s Stream) StrandedMax() int64 { return quantileOf(s.Stranded, 1) }
+
+// quantileOf is Quantile over durations or counts.
+func quantileOf[T time.Duration | int64](xs []T, q float64) T {
+	fs := make([]float64, len(xs))
+	for i, x := range xs {
+		fs[i] = float64(x)
 	}
-	return slices.Max(s.Stranded)
+	return T(Quantile(fs, q))
 }
 
 // StrandingTick is how often a run of a stream samples the GPUs
@@ -84,7 +93,8 @@ type StrandingSampler struct {
 	nodes      []*corev1.Node
 	background []*corev1.Pod
 	label      string
-	samples    []int64
+	stranded   []int64
+	free       []int64
 }
 
 // NewStrandingSampler samples over nodes, with the background pods bound
@@ -104,12 +114,16 @@ func (s *StrandingSampler) Sample(gangPods []*corev1.Pod, notWaiting map[string]
 	if st.Waiting == 0 {
 		return false
 	}
-	s.samples = append(s.samples, st.StrandedGPUs)
+	s.stranded = append(s.stranded, st.StrandedGPUs)
+	s.free = append(s.free, st.FreeGPUs)
 	return true
 }
 
-// Samples are the figures kept, in order.
-func (s *StrandingSampler) Samples() []int64 { return slices.Clone(s.samples) }
+// Samples are the GPUs stranded at each sample kept, in order, and the
+// GPUs free then.
+func (s *StrandingSampler) Samples() (stranded, free []int64) {
+	return slices.Clone(s.stranded), slices.Clone(s.free)
+}
 
 // BindLog keeps every pod as it was first seen bound, so that the racks of
 // gangs deleted during a run (TS) can still be read (RacksOf). It is a

@@ -14,25 +14,30 @@ import (
 )
 
 // A stream's figures: each arrived gang's wait, to the end of the run for
-// one never bound whole, and the stranded samples' median and maximum.
+// one never bound whole, also by the gang's workers, and the samples'
+// medians and maximum.
 func TestStreamOf(t *testing.T) {
 	tests := []struct {
 		name              string
 		arrived, done     map[string]time.Duration
 		end               time.Duration
-		stranded          []int64
+		stranded, free    []int64
 		wantArrived       int
 		wantBound         int
 		wantWaits         []time.Duration
 		wantP50, wantP90  time.Duration
 		wantMed, wantMaxS int64
+		wantFree          int64
+		// wantBy are the median waits of gangs of 1 and 2 workers.
+		wantBy [2]time.Duration
 	}{{
 		name:    "every gang bound",
 		arrived: map[string]time.Duration{"a": 1000 * time.Millisecond, "b": 1200 * time.Millisecond, "c": 1400 * time.Millisecond},
 		done:    map[string]time.Duration{"a": 1010 * time.Millisecond, "b": 1500 * time.Millisecond, "c": 1430 * time.Millisecond},
-		end:     2 * time.Second, stranded: []int64{0, 16, 8},
+		end:     2 * time.Second, stranded: []int64{0, 16, 8}, free: []int64{40, 16, 24},
 		wantArrived: 3, wantBound: 3, wantWaits: ms(10, 30, 300),
-		wantP50: 30 * time.Millisecond, wantP90: 300 * time.Millisecond, wantMed: 8, wantMaxS: 16,
+		wantP50: 30 * time.Millisecond, wantP90: 300 * time.Millisecond, wantMed: 8, wantMaxS: 16, wantFree: 24,
+		wantBy: [2]time.Duration{10 * time.Millisecond, 300 * time.Millisecond},
 	}, {
 		// A gang left waiting waits until the end at least: leaving it
 		// does not shorten the figure.
@@ -42,6 +47,7 @@ func TestStreamOf(t *testing.T) {
 		end:         5200 * time.Millisecond,
 		wantArrived: 2, wantBound: 1, wantWaits: []time.Duration{10 * time.Millisecond, 4 * time.Second},
 		wantP50: 10 * time.Millisecond, wantP90: 4 * time.Second,
+		wantBy: [2]time.Duration{10 * time.Millisecond, 4 * time.Second},
 	}, {
 		name:    "a gang not arrived is not counted",
 		arrived: map[string]time.Duration{"a": 1000 * time.Millisecond},
@@ -49,12 +55,15 @@ func TestStreamOf(t *testing.T) {
 		end:     2 * time.Second, stranded: []int64{24},
 		wantArrived: 1, wantBound: 1, wantWaits: ms(100),
 		wantP50: 100 * time.Millisecond, wantP90: 100 * time.Millisecond, wantMed: 24, wantMaxS: 24,
+		wantBy: [2]time.Duration{100 * time.Millisecond, 0},
 	}, {
 		name: "nothing arrived", end: time.Second,
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := StreamOf(tc.arrived, tc.done, tc.end, tc.stranded)
+			// a and c have 1 worker, b 2.
+			s := StreamOf(tc.arrived, tc.done, tc.end, map[string]int{"a": 1, "b": 2, "c": 1, "z": 2})
+			s.Stranded, s.Free = tc.stranded, tc.free
 			if s.Arrived != tc.wantArrived || s.Bound != tc.wantBound || !slices.Equal(s.Waits, tc.wantWaits) {
 				t.Errorf("StreamOf = %+v, want %d arrived, %d bound, waits %v", s, tc.wantArrived, tc.wantBound, tc.wantWaits)
 			}
@@ -63,6 +72,12 @@ func TestStreamOf(t *testing.T) {
 			}
 			if med, mx := s.StrandedMedian(), s.StrandedMax(); med != tc.wantMed || mx != tc.wantMaxS {
 				t.Errorf("stranded median %d, max %d; want %d, %d", med, mx, tc.wantMed, tc.wantMaxS)
+			}
+			if free := s.FreeMedian(); free != tc.wantFree {
+				t.Errorf("free median %d, want %d", free, tc.wantFree)
+			}
+			if by := [2]time.Duration{s.WaitOf(1, 0.5), s.WaitOf(2, 0.5)}; by != tc.wantBy {
+				t.Errorf("median waits of 1 and 2 workers %v, want %v", by, tc.wantBy)
 			}
 		})
 	}
@@ -111,8 +126,10 @@ func TestStrandingSampler(t *testing.T) {
 			t.Errorf("%s: kept %v, want %v", st.name, kept, st.wantKept)
 		}
 	}
-	if got, want := sampler.Samples(), []int64{4, 6*8 + 4}; !slices.Equal(got, want) {
-		t.Errorf("samples %v, want %v", got, want)
+	// Free: 6 whole nodes and gpu-7's 4 GPUs at both samples.
+	stranded, free := sampler.Samples()
+	if want := []int64{4, 6*8 + 4}; !slices.Equal(stranded, want) || !slices.Equal(free, []int64{52, 52}) {
+		t.Errorf("samples: stranded %v, free %v; want %v, 52 free at each", stranded, free, want)
 	}
 }
 

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,7 @@ func Markdown(w io.Writer, meta Meta, results []Result) {
 	rulesTable(w, ix, typical)
 	racksTable(w, ix, typical)
 	strandingTable(w, typical)
+	streamDetailTable(w, typical)
 	cycleTable(w, ix)
 	nodeCostTable(w, ix)
 	writesTable(w, typical)
@@ -301,6 +303,32 @@ func strandingTable(w io.Writer, results []Result) {
 		bound := r.Scenario.Gangs - len(r.NeverUp)
 		fmt.Fprintf(w, "| %s | %d / %d | %d | %d | %d | %d | %v | %v | %v |\n", r.Placer, bound, r.Scenario.Gangs, q.Split,
 			st.BoundGPUs, st.FreeGPUs, st.StrandedGPUs, round(r.Throughput.Makespan), round(perGangBound(r)), round(r.CPUPerPod()))
+	}
+	fmt.Fprintln(w)
+}
+
+// streamDetailTable shows, for TS, which gangs waited in each placer's
+// run of median makespan: the median wait by the gang's workers, and the
+// GPUs free while gangs waited beside those of them stranded (medians of
+// the samples).
+func streamDetailTable(w io.Writer, results []Result) {
+	rows := where(results, func(r Result) bool { return r.Scenario.Name == "TS" && r.Err == nil && r.Stream != nil })
+	if len(rows) == 0 {
+		return
+	}
+	workers := slices.Sorted(maps.Keys(rows[0].Stream.WaitsBy))
+	fmt.Fprintf(w, "### Topology stream (TS): who waits\n\nThe median wait of the gangs of each number of workers (whole GPU nodes), and the GPUs free while gangs waited "+
+		"beside those of them stranded (medians of the samples).\n\n| placer | GPUs free | of them stranded |")
+	for _, n := range workers {
+		fmt.Fprintf(w, " wait, %d workers |", n)
+	}
+	fmt.Fprintf(w, "\n| --- | ---: | ---: |%s\n", strings.Repeat(" ---: |", len(workers)))
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %d | %d |", r.Placer, r.Stream.FreeMedian(), r.Stream.StrandedMedian())
+		for _, n := range workers {
+			fmt.Fprintf(w, " %v |", round(r.Stream.WaitOf(n, 0.5)))
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w)
 }

@@ -337,9 +337,10 @@ func TestMarkdown(t *testing.T) {
 	// TS: two runs of troupe, one of Volcano; waits of 10 gangs each.
 	stream := func(placer string, makespan, wait time.Duration, stranded ...int64) Result {
 		r := result("TS", placer, 100, makespan)
-		r.Stream = &measure.Stream{Arrived: 10, Bound: 10, Stranded: stranded}
+		r.Stream = &measure.Stream{Arrived: 10, Bound: 10, Stranded: stranded, Free: stranded, WaitsBy: map[int][]time.Duration{}}
 		for i := range 10 {
 			r.Stream.Waits = append(r.Stream.Waits, time.Duration(i+1)*wait)
+			r.Stream.WaitsBy[1+i%2] = append(r.Stream.WaitsBy[1+i%2], time.Duration(i+1)*wait)
 		}
 		return r
 	}
@@ -369,6 +370,10 @@ func TestMarkdown(t *testing.T) {
 		"### Topology stream (TS)", "deleted 20s after they are bound whole", "sampled every 250ms while some gang waited",
 		"| troupe | 10 | 10 | 0 | 10ms (5ms–15ms) | 18ms (9ms–27ms) | 12 (8–16) | 12 (8–16) | 2 (1–3) | 1m1s (1m0s–1m2s) | 1ms |",
 		"| volcano | 10 | 10 | 0 | 500ms | 900ms | 40 | 40 | 4 | 1m10s | 1ms |",
+		// Troupe's run of median makespan (the first of two: the lower
+		// middle); gangs 1, 3, ... of 1 worker, 2, 4, ... of 2.
+		"### Topology stream (TS): who waits", "| placer | GPUs free | of them stranded | wait, 1 workers | wait, 2 workers |",
+		"| troupe | 8 | 8 | 5ms | 6ms |", "| volcano | 40 | 40 | 500ms | 600ms |",
 		"### Troupe's warm rounds", "| S4 | 200 | 8 | 1ms | 100µs | 50µs | 20µs | 10µs | 55 | 400ms |",
 	} {
 		if !strings.Contains(out, want) {
