@@ -137,7 +137,7 @@ bench: ## Every benchmark: the harness (test/bench: the null binder's ceiling sw
 SMOKE = $(BENCH) --scale=0.02 --hold=1s --settle=6s --trailing=0s --run-timeout=2m --check --command="make bench-smoke"
 .PHONY: bench-smoke
 bench-smoke: ## The harness at a tiny scale, each kind of placer, and the operator benchmark at 5 jobs: fails on a gang bound partially (at the end, or for longer than 2s during a run) or not at all; checks correctness and the ceiling sweep, not speed.
-	$(SMOKE) --null-bind-workers=16 --placers=null,troupe,volcano,coscheduling,kube-native --scenarios=S1,S2,S3,S4,Q,S5,T0,T,TM $(BENCH_FLAGS) >/dev/null
+	$(SMOKE) --null-bind-workers=16 --placers=null,troupe,volcano,coscheduling,kube-native --scenarios=S1,S2,S3,S4,Q,S5,T0,T,TM,TS $(BENCH_FLAGS) >/dev/null
 	$(SMOKE) --null-bind-workers=16,64,256 --placers=null,troupe --scenarios=S6x5 $(BENCH_FLAGS) >/dev/null
 	$(BENCH_OPERATOR) --jobs=5 --settle=1s --run-timeout=3m --check --command="make bench-smoke" >/dev/null
 

@@ -88,6 +88,35 @@ var _ = Describe("a run", func() {
 		Expect(measure.ChildrenNamed("kube-apiserver", "etcd")).To(BeEmpty(), "the run's control plane is stopped")
 	}, SpecTimeout(2*time.Minute))
 
+	It("creates a stream's gangs during the run, deletes each after its hold, and reads every gang's wait and racks", func(ctx context.Context) {
+		opts := smokeOptions(GinkgoT().TempDir())
+		opts.Scenarios = "TS"
+		Expect(opts.Validate()).To(Succeed())
+		exe, err := os.Executable()
+		Expect(err).NotTo(HaveOccurred())
+		ts := opts.ScenarioList()[0]
+		Expect(ts.Streamed()).To(BeTrue())
+
+		r := (&run{opts: opts, scenario: ts, placer: placer.Null{Exe: exe, Subcommand: NullBinderCommand, BindWorkers: 16},
+			dir: filepath.Join(opts.WorkDir, "TS-null"), log: GinkgoWriter}).do(ctx)
+
+		Expect(r.Err).NotTo(HaveOccurred())
+		Expect(r.Throughput.Gangs).To(Equal(ts.Gangs))
+		Expect(r.Stream).NotTo(BeNil())
+		Expect(r.Stream.Arrived).To(Equal(ts.Gangs))
+		Expect(r.Stream.Bound).To(Equal(ts.Gangs))
+		Expect(r.Stream.Waits).To(HaveLen(ts.Gangs))
+		// Nothing is bound before it arrives.
+		Expect(r.Throughput.FirstBind).To(BeNumerically(">=", ts.FirstArrival))
+		Expect(r.Throughput.Makespan).To(BeNumerically(">=", ts.ArrivalAt(ts.Gangs-1)))
+		// Every gang's racks, those deleted during the run too.
+		Expect(r.Quality.Racks.Gangs).To(Equal(ts.Gangs))
+		Expect(r.Quality.Masters).To(BeNumerically("<", ts.Gangs), "some gangs were deleted")
+		// The harness created the gangs and deleted some during the run;
+		// only the binds are the null binder's.
+		Expect(r.Writes).To(Equal(measure.Writes{"POST pods/binding": float64(ts.Pods())}))
+	}, SpecTimeout(2*time.Minute))
+
 	It("writes the results into the generated section of a document, keeping its prose", func(ctx context.Context) {
 		opts := smokeOptions(GinkgoT().TempDir())
 		opts.Scenarios = "S1,Q"

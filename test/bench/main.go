@@ -195,9 +195,14 @@ func summary(r report.Result) string {
 		return "failed: " + r.Err.Error()
 	}
 	t := r.Throughput
-	return fmt.Sprintf("%d pods, %d gangs bound; makespan %v (first bind %v), %.0f pods/s over it; CPU %v (%v/pod); peak RSS %d MiB; %.2f writes/pod; partial %d during, %d at the end; never bound %d; watch errors %d",
+	out := fmt.Sprintf("%d pods, %d gangs bound; makespan %v (first bind %v), %.0f pods/s over it; CPU %v (%v/pod); peak RSS %d MiB; %.2f writes/pod; partial %d during, %d at the end; never bound %d; watch errors %d",
 		t.Pods, t.Gangs, t.Makespan.Round(time.Millisecond), t.FirstBind.Round(time.Millisecond), t.OverMakespan, r.PlacerCPU, r.CPUPerPod().Round(time.Microsecond),
 		r.PeakRSS>>20, r.WritesPerPod(), len(r.PartialDuring), len(r.Partial), len(r.NeverUp), r.WatchErrors)
+	if s := r.Stream; s != nil {
+		out += fmt.Sprintf("; stream: %d of %d arrived gangs bound whole, %d split across racks, wait %v median, %v p90; GPUs stranded %d median, %d max of %d samples",
+			s.Bound, s.Arrived, r.Quality.Racks.Split, s.Wait(0.5).Round(time.Millisecond), s.Wait(0.9).Round(time.Millisecond), s.StrandedMedian(), s.StrandedMax(), len(s.Stranded))
+	}
+	return out
 }
 
 func settings(o *Options) []string {
@@ -205,15 +210,23 @@ func settings(o *Options) []string {
 	if o.BindWorkers > 0 {
 		troupeBinds = fmt.Sprint(o.BindWorkers)
 	}
-	return []string{
+	out := []string{
 		fmt.Sprintf("Client rate limit, the same for every placer and the ceiling: %s. Binds in flight: the null binder swept over %s (the ceiling of a scenario is the best median makespan among them); troupe-scheduler: %s.",
 			o.Limit(), strings.ReplaceAll(o.NullBindWorkers, ",", ", "), troupeBinds),
 		fmt.Sprintf("Partial gangs: every bind is watched; a gang partly bound for longer than %v is counted during the run, and one partly bound at the end fails the run.", o.PartialGrace),
 		fmt.Sprintf("Scale %v of the reference point; S3's gangs run %v; a run ends when every gang was bound whole, after %v without a bind, or after %v.", o.Scale, o.Hold, o.Settle, o.RunTimeout),
 		"Each placer gets a fresh kube-apiserver and etcd per scenario; the clock starts when the placer's process starts, after every node, PodGroup and pod exists.",
+	}
+	for _, s := range o.ScenarioList() {
+		if s.Streamed() {
+			out = append(out, fmt.Sprintf("%s's gangs are the exception: none exists at the start; the harness creates one every %v from %v after it, and deletes each %v after it is bound whole. "+
+				"Without a bind, a run of %s ends only once every gang has arrived, after %v (--settle and the hold).", s.Name, s.ArrivalEvery, s.FirstArrival, s.Hold, s.Name, o.Settle+s.Hold))
+		}
+	}
+	return append(out,
 		repeats(o.Repeat),
 		fmt.Sprintf("CPU time (the placer's whole process, every thread) and API writes are counted from the start until the API server has had no write for %v after the run, at most %v after it; peak RSS is the process's VmHWM.", quietWrites, o.Trailing),
-	}
+	)
 }
 
 func repeats(n int) string {

@@ -242,3 +242,32 @@ func TestSettled(t *testing.T) {
 		}
 	}
 }
+
+// A stream may not settle before every gang has arrived, and waits out a
+// gang's hold beyond --settle: a gang's end makes room for those waiting.
+func TestSettleAfter(t *testing.T) {
+	var s3, ts scenario.Scenario
+	for _, s := range NewOptions().ScenarioList() {
+		switch s.Name {
+		case "S3":
+			s3 = s
+		case "TS":
+			ts = s
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		s          scenario.Scenario
+		allArrived bool
+		want       time.Duration
+		wantMay    bool
+	}{
+		{name: "gangs that exist at the start", s: s3, want: 15 * time.Second, wantMay: true},
+		{name: "a stream still arriving", s: ts, want: 35 * time.Second},
+		{name: "a stream arrived", s: ts, allArrived: true, want: 35 * time.Second, wantMay: true},
+	} {
+		if got, may := settleAfter(tc.s, 15*time.Second, tc.allArrived); got != tc.want || may != tc.wantMay {
+			t.Errorf("%s: settle after %v, may end %v; want %v, %v", tc.name, got, may, tc.want, tc.wantMay)
+		}
+	}
+}

@@ -60,14 +60,19 @@ func (r *run) do(ctx context.Context) (res report.Result) {
 		res.Err = fmt.Errorf("setup: %w", err)
 		return res
 	}
-	r.logf("  control plane up in %v, setup in %v: %d nodes, %d gangs, %d pods", setupStart.Sub(cpStart).Round(100*time.Millisecond),
-		time.Since(setupStart).Round(100*time.Millisecond), r.scenario.Nodes(), r.scenario.Gangs, r.scenario.Pods())
+	arriving := ""
+	if r.scenario.Streamed() {
+		arriving = " (arriving during the run)"
+	}
+	r.logf("  control plane up in %v, setup in %v: %d nodes, %d gangs, %d pods%s", setupStart.Sub(cpStart).Round(100*time.Millisecond),
+		time.Since(setupStart).Round(100*time.Millisecond), r.scenario.Nodes(), r.scenario.Gangs, r.scenario.Pods(), arriving)
 	r.measure(ctx, c, sizes, &res)
 	return res
 }
 
 // setup creates the nodes, what the placer needs and the gangs, all at
-// once: none of them depends on another before the placer starts.
+// once: none of them depends on another before the placer starts. A
+// stream's gangs are created during the run (stream).
 func (r *run) setup(ctx context.Context, c *cluster) (map[string]int, error) {
 	var sizes map[string]int
 	steps := []func(context.Context) error{
@@ -89,6 +94,10 @@ func (r *run) setup(ctx context.Context, c *cluster) (map[string]int, error) {
 			}
 			if err := createTopology(ctx, c, r.scenario); err != nil {
 				return err
+			}
+			if r.scenario.Streamed() {
+				sizes = r.scenario.GangSizes()
+				return nil
 			}
 			sizes, err = createGangs(ctx, c, r.scenario, r.placer.Dialect(), 0)
 			return err
@@ -130,6 +139,18 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 	if _, err := pods.AddEventHandler(tracker); err != nil {
 		res.Err = err
 		return
+	}
+	var st *stream
+	if r.scenario.Streamed() {
+		var err error
+		if st, err = newStream(ctx, c, r.scenario); err != nil {
+			res.Err = err
+			return
+		}
+		if _, err := pods.AddEventHandler(st.binds); err != nil {
+			res.Err = err
+			return
+		}
 	}
 	// The watch's times are the binds' times only while it runs: after a
 	// restart, the binds made meanwhile are seen late. Counted, so that
@@ -180,7 +201,18 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 	if p, ok := proc.(placer.Profiled); ok && r.opts.Profile && p.PprofURL() != "" {
 		prof = startProfiler(ctx, p.PprofURL(), filepath.Join(r.dir, "profiles"))
 	}
-	samples, endErr := r.wait(ctx, tracker, proc, len(sizes))
+	if st != nil {
+		if err := st.start(ctx, c, r.placer.Dialect(), tracker, pods.GetStore()); err != nil {
+			res.Err = err
+			return
+		}
+	}
+	samples, endErr := r.wait(ctx, tracker, proc, len(sizes), st)
+	if st != nil {
+		end := tracker.Elapsed()
+		endErr = errors.Join(endErr, st.stop())
+		res.Stream = st.result(tracker.DoneAt(), end)
+	}
 	res.PartialDuring = tracker.PartialLongerThan(r.opts.PartialGrace)
 	res.WatchErrors = int(watchErrors.Load())
 	del.close()
@@ -206,12 +238,16 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 	}
 	res.APIServerCPU = measure.CPUOf(c.apiserver...) - apiCPU0
 	res.EtcdCPU = measure.CPUOf(c.etcd...) - etcdCPU0
-	res.Writes = measure.WritesFrom(after).Minus(measure.WritesFrom(before)).Minus(del.writes())
+	res.Writes = measure.WritesFrom(after).Minus(measure.WritesFrom(before)).Minus(del.writes()).Minus(st.writes())
 
 	// The final state first: the warm round replaces the gangs.
 	if err := r.finalState(ctx, c, tracker, sizes, res); err != nil {
 		res.Err = err
 		return
+	}
+	if st != nil {
+		// Every gang bound during the run, those deleted since too.
+		res.Quality.Racks = measure.RacksOf(st.nodes, st.binds.Pods(), scenario.RackLabel)
 	}
 	var warmErr error
 	if metered, ok := proc.(placer.Metered); ok && r.scenario.WarmRound && endErr == nil {
@@ -368,9 +404,10 @@ func (s *sampled) final(ctx context.Context, proc placer.Process) {
 }
 
 // wait samples until the run ends, and says why it ended badly, if it
-// did: the placer exited. Stopping at --settle or --run-timeout is no
-// error: the gangs left unbound are the result.
-func (r *run) wait(ctx context.Context, tracker *measure.Tracker, proc placer.Process, gangs int) (sampled, error) {
+// did: the placer exited, or a stream's gang could not be created.
+// Stopping at --settle or --run-timeout is no error: the gangs left
+// unbound are the result.
+func (r *run) wait(ctx context.Context, tracker *measure.Tracker, proc placer.Process, gangs int, st *stream) (sampled, error) {
 	var s sampled
 	start := time.Now()
 	tick := time.NewTicker(cpuTick)
@@ -396,9 +433,17 @@ func (r *run) wait(ctx context.Context, tracker *measure.Tracker, proc placer.Pr
 				return s, fmt.Errorf("%s exited during the run: %v (see its log in %s)", r.placer.Name(), err, r.dir)
 			}
 		}
+		allArrived := true
+		if st != nil {
+			if err := st.arrivals.failed(); err != nil {
+				return s, err
+			}
+			allArrived = st.arrivals.complete()
+		}
+		settle, mayEnd := settleAfter(r.scenario, r.opts.Settle, allArrived)
 		switch {
-		case settled(p, r.opts.Settle):
-			r.logf("  no pod bound for %v: stopping with %d of %d gangs bound whole", r.opts.Settle, p.GangsDone, gangs)
+		case mayEnd && settled(p, settle):
+			r.logf("  no pod bound for %v: stopping with %d of %d gangs bound whole", settle, p.GangsDone, gangs)
 			return s, nil
 		case time.Since(start) > r.opts.RunTimeout:
 			// The gangs left are the result (unbound); for the null
@@ -455,6 +500,17 @@ func (r *run) finalState(ctx context.Context, c *cluster, tracker *measure.Track
 
 func (r *run) logf(format string, args ...any) {
 	fmt.Fprintf(r.log, format+"\n", args...)
+}
+
+// settleAfter is how long a run must go without a bind to be over, and
+// whether it may be over yet: --settle; for a stream, not before every
+// gang has arrived, and --settle after the last bound gang has ended (its
+// hold), since a gang's end makes room for those that wait.
+func settleAfter(s scenario.Scenario, settle time.Duration, allArrived bool) (time.Duration, bool) {
+	if !s.Streamed() {
+		return settle, true
+	}
+	return settle + s.Hold, allArrived
 }
 
 // settled says a run is over for want of binds: no pod was bound for

@@ -117,21 +117,27 @@ func createGangs(ctx context.Context, c *cluster, s scenario.Scenario, dialect p
 		gangs[i] = s.Gang(first+i, namespace, dialect)
 		sizes[gangs[i].Name] = len(gangs[i].Pods)
 	}
+	return sizes, writeGangs(ctx, c.client, dialect, gangs)
+}
+
+// writeGangs creates gangs through cl, in dialect: every PodGroup
+// through the backend's own SyncPodGroup, then every pod.
+func writeGangs(ctx context.Context, cl client.Client, dialect placer.Dialect, gangs []scenario.Gang) error {
 	err := inParallel(ctx, gangs, func(ctx context.Context, gang scenario.Gang) error {
-		if _, err := dialect.SyncPodGroup(ctx, c.client, gang.Owner, gang.Ref, gang.Spec); err != nil {
+		if _, err := dialect.SyncPodGroup(ctx, cl, gang.Owner, gang.Ref, gang.Spec); err != nil {
 			return fmt.Errorf("gang %s: %w", gang.Name, err)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var pods []*corev1.Pod
 	for _, gang := range gangs {
 		pods = append(pods, gang.Pods...)
 	}
-	return sizes, inParallel(ctx, pods, func(ctx context.Context, pod *corev1.Pod) error {
-		if err := c.client.Create(ctx, pod); err != nil {
+	return inParallel(ctx, pods, func(ctx context.Context, pod *corev1.Pod) error {
+		if err := cl.Create(ctx, pod); err != nil {
 			return fmt.Errorf("pod %s: %w", pod.Name, err)
 		}
 		return nil

@@ -61,12 +61,7 @@ func TestRuleBreaches(t *testing.T) {
 // T's racks judged from the nodes' labels: a gang's GPU pods in one rack,
 // or split.
 func TestRacksOf(t *testing.T) {
-	var tScenario scenario.Scenario
-	for _, s := range scenario.Catalog(0.05, time.Second) {
-		if s.Name == "T" {
-			tScenario = s
-		}
-	}
+	tScenario := named(0.05, "T")
 	nodes := tScenario.NodeObjects() // 5 CPU nodes, then 3 racks of 8 GPU nodes
 	gpu := func(i int) string { return nodes[5+i].Name }
 	tests := []struct {
@@ -104,21 +99,9 @@ func TestRacksOf(t *testing.T) {
 // of 1 and 2 whole-node workers (with background load none in rack 0).
 // What is stranded depends on which gangs wait and where the free GPUs are.
 func TestStrandingOf(t *testing.T) {
-	var tm scenario.Scenario
-	for _, s := range scenario.Catalog(0.02, time.Second) {
-		if s.Name == "TM" {
-			tm = s
-		}
-	}
+	tm := named(0.02, "TM")
 	nodes := tm.NodeObjects() // 2 CPU nodes, then gpu-0..gpu-7 in rack-0
 	gpuNode := func(i int) string { return nodes[len(nodes)-8+i].Name }
-	busy := func(node string, gpus int64) *corev1.Pod {
-		p := tm.Gang(99, "bench", troupe.Backend{}).Pods[1]
-		p.Labels = map[string]string{}
-		p.Spec.NodeName = node
-		p.Spec.Containers[0].Resources.Limits[scenario.GPU] = *resource.NewQuantity(gpus, resource.DecimalSI)
-		return p
-	}
 	tests := []struct {
 		name string
 		// busy maps GPU node index to the GPUs background pods take there.
@@ -154,7 +137,7 @@ func TestStrandingOf(t *testing.T) {
 			}
 			all = append(all, gangPods...)
 			for n, gpus := range tt.busy {
-				all = append(all, busy(gpuNode(n), gpus))
+				all = append(all, busyPod(tm, gpuNode(n), gpus))
 			}
 			got := StrandingOf(nodes, all, gangPods, whole, scenario.RackLabel)
 			if got.FreeGPUs != tt.wantFree || got.StrandedGPUs != tt.wantStranded || int64(got.Waiting) != tt.wantWaiting || got.BoundGPUs != tt.wantBoundG {
@@ -162,4 +145,23 @@ func TestStrandingOf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// named is the catalog's scenario of that name at scale.
+func named(scale float64, name string) scenario.Scenario {
+	for _, s := range scenario.Catalog(scale, time.Second) {
+		if s.Name == name {
+			return s
+		}
+	}
+	panic("no scenario " + name)
+}
+
+// busyPod is background load on node: a pod of no gang taking gpus GPUs.
+func busyPod(s scenario.Scenario, node string, gpus int64) *corev1.Pod {
+	p := s.Gang(99, "bench", troupe.Backend{}).Pods[1]
+	p.Labels = map[string]string{}
+	p.Spec.NodeName = node
+	p.Spec.Containers[0].Resources.Limits[scenario.GPU] = *resource.NewQuantity(gpus, resource.DecimalSI)
+	return p
 }

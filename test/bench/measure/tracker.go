@@ -2,6 +2,7 @@ package measure
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -49,6 +50,21 @@ func (t *Tracker) Start() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.start = t.now()
+}
+
+// Elapsed is the time since the clock's start.
+func (t *Tracker) Elapsed() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.now().Sub(t.start)
+}
+
+// DoneAt is when each gang bound whole so far had its last pod bound,
+// from the clock's start.
+func (t *Tracker) DoneAt() map[string]time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.gangsDone)
 }
 
 var _ toolscache.ResourceEventHandler = &Tracker{}

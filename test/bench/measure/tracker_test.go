@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -88,6 +89,12 @@ func TestTracker(t *testing.T) {
 	}
 	if got := tr.GangsNeverUp(); !slices.Equal(got, []string{s.GangName(1)}) {
 		t.Errorf("never up = %v", got)
+	}
+	if got, want := tr.DoneAt(), map[string]time.Duration{s.GangName(0): 500 * time.Millisecond}; !maps.Equal(got, want) {
+		t.Errorf("done at %v, want %v", got, want)
+	}
+	if got := tr.Elapsed(); got != 1500*time.Millisecond {
+		t.Errorf("elapsed %v, want 1.5s", got)
 	}
 }
 

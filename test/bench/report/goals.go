@@ -93,6 +93,14 @@ func (ix index) get(scenario, placer string) (Runs, bool) {
 	return g, ok
 }
 
+// troupeAndVolcano returns troupe-scheduler's and Volcano's runs of a
+// scenario; ok is false unless both ran it.
+func (ix index) troupeAndVolcano(scenario string) (t, vc Runs, ok bool) {
+	t, ok1 := ix.get(scenario, Troupe)
+	vc, ok2 := ix.get(scenario, "volcano")
+	return t, vc, ok1 && ok2
+}
+
 // nulls are the null binder's runs of a scenario, at every number of
 // binds in flight.
 func (ix index) nulls(scenario string) []Runs {
@@ -165,6 +173,7 @@ func Goals(results []Result) []Verdict {
 		topologyVsVolcano(ix),
 		topologyCost(ix),
 		topologyUnderPressure(ix),
+		topologyStream(ix),
 	}
 }
 
@@ -319,21 +328,39 @@ func writesReported(groups []Runs) Verdict {
 // more GPUs, and takes less time per gang bound (medians).
 func topologyUnderPressure(ix index) Verdict {
 	v := Verdict{Goal: "On TM, Troupe keeps the rack rule and, against Volcano with HyperNodes, binds at least as many gangs whole, strands no more GPUs and takes less time per gang bound"}
-	t, ok1 := ix.get("TM", Troupe)
-	vc, ok2 := ix.get("TM", "volcano")
-	if !ok1 || !ok2 {
+	t, vc, ok := ix.troupeAndVolcano("TM")
+	if !ok {
 		return v
 	}
 	bound := func(r Result) float64 { return float64(r.Scenario.Gangs - len(r.NeverUp)) }
 	stranded := func(r Result) float64 { return float64(r.Quality.Stranding.StrandedGPUs) }
-	split := func(r Result) float64 { return float64(r.Quality.Racks.Split) }
 	perGang := func(r Result) float64 { return perGangBound(r).Seconds() }
 	tb, vb := t.Stat(bound).Median, vc.Stat(bound).Median
 	ts, vs := t.Stat(stranded).Median, vc.Stat(stranded).Median
 	tp, vp := t.Stat(perGang).Median, vc.Stat(perGang).Median
-	met := t.Stat(split).Max == 0 && tb >= vb && ts <= vs && tp < vp
+	met := t.Stat(splitGangs).Max == 0 && tb >= vb && ts <= vs && tp < vp
 	return judge(v, []Runs{t, vc}, met, fmt.Sprintf("Troupe: %.0f gangs bound, %.0f split at most, %.0f GPUs stranded, %v per gang; Volcano: %.0f bound, %.0f split, %.0f stranded, %v per gang",
-		tb, t.Stat(split).Max, ts, round(secs(tp)), vb, vc.Stat(split).Median, vs, round(secs(vp))))
+		tb, t.Stat(splitGangs).Max, ts, round(secs(tp)), vb, vc.Stat(splitGangs).Median, vs, round(secs(vp))))
+}
+
+// topologyStream judges Troupe against Volcano with HyperNodes on TS, the
+// gangs arriving over time and ending: Troupe splits no gang in any run
+// and, by medians, binds at least as many of the arrived gangs whole,
+// strands no more GPUs (each run's figure the median of its samples) and
+// has a shorter wait per gang.
+func topologyStream(ix index) Verdict {
+	v := Verdict{Goal: "TS against Volcano: troupe-scheduler splits no gang in any run, and by medians binds at least as many gangs whole, strands no more GPUs (median of samples) and has a shorter median wait per gang than Volcano with HyperNodes"}
+	t, vc, ok := ix.troupeAndVolcano("TS")
+	if !ok {
+		return v
+	}
+	tb, vb := t.Stat(streamBound).Median, vc.Stat(streamBound).Median
+	ts, vs := t.Stat(streamStranded).Median, vc.Stat(streamStranded).Median
+	tw, vw := t.Stat(streamWait).Median, vc.Stat(streamWait).Median
+	split := t.Stat(splitGangs).Max
+	met := split == 0 && tb >= vb && ts <= vs && tw < vw
+	return judge(v, []Runs{t, vc}, met, fmt.Sprintf("Troupe: %.0f of %.0f gangs bound whole, %.0f split at most, %.0f GPUs stranded, wait %v; Volcano: %.0f of %.0f bound, %.0f split, %.0f stranded, wait %v",
+		tb, t.Stat(streamArrived).Median, split, ts, round(secs(tw)), vb, vc.Stat(streamArrived).Median, vc.Stat(splitGangs).Max, vs, round(secs(vw))))
 }
 
 // topologyKept judges whether Troupe keeps T's required rule in every
@@ -360,9 +387,8 @@ func topologyKept(ix index) Verdict {
 // racks, no more racks per gang) and a shorter makespan, by medians.
 func topologyVsVolcano(ix index) Verdict {
 	v := Verdict{Goal: "Troupe at least as good as Volcano with HyperNodes on T's placement (gangs unbound, split, racks per gang) and ahead on makespan"}
-	t, ok1 := ix.get("T", Troupe)
-	vc, ok2 := ix.get("T", "volcano")
-	if !ok1 || !ok2 {
+	t, vc, ok := ix.troupeAndVolcano("T")
+	if !ok {
 		return v
 	}
 	split := func(r Result) float64 { return float64(r.Quality.Racks.Split) }

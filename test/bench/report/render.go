@@ -3,10 +3,13 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/troupe-ml/troupe/test/bench/measure"
 )
 
 // Meta is what the report says about how the results were made.
@@ -40,6 +43,7 @@ func Markdown(w io.Writer, meta Meta, results []Result) {
 		scenarioTable(w, groups, name)
 	}
 	growthTable(w, newIndex(groups))
+	streamTable(w, groups)
 
 	typical := make([]Result, 0, len(groups))
 	for _, g := range groups {
@@ -51,6 +55,7 @@ func Markdown(w io.Writer, meta Meta, results []Result) {
 	rulesTable(w, ix, typical)
 	racksTable(w, ix, typical)
 	strandingTable(w, typical)
+	streamDetailTable(w, typical)
 	cycleTable(w, ix)
 	nodeCostTable(w, ix)
 	writesTable(w, typical)
@@ -193,6 +198,37 @@ func growthTable(w io.Writer, ix index) {
 	fmt.Fprintln(w)
 }
 
+// streamTable shows, for TS, what each placer made of gangs arriving over
+// time and ending: the gangs bound whole of those that arrived, any split
+// across racks, each gang's wait from its arrival to bound whole (the
+// median and p90 of a run's gangs), and the GPUs stranded, sampled while
+// gangs waited (the median and the largest of a run's samples); each
+// figure the median of the runs, with the range.
+func streamTable(w io.Writer, groups []Runs) {
+	var rows []Runs
+	for _, g := range groups {
+		if g.Scenario.Name == "TS" && g.Stat(streamArrived).N > 0 {
+			rows = append(rows, g)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### Topology stream (TS)\n\nGangs arriving during the run and deleted %v after they are bound whole; medians of the runs, with the range. "+
+		"Wait: from a gang's arrival to its last pod bound (to the run's end for one never bound), median and p90 of the run's gangs. "+
+		"GPUs stranded: free GPUs no waiting gang can use, sampled every %v while some gang waited, the median and largest of the run's samples.\n\n",
+		rows[0].Scenario.Hold, measure.StrandingTick)
+	fmt.Fprintf(w, "| placer | gangs bound whole | of arrived | split across racks | wait, median | wait, p90 | GPUs stranded, median | GPUs stranded, max | samples | makespan | CPU/pod |\n")
+	fmt.Fprintf(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, g := range rows {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.Placer,
+			numCell(g.Stat(streamBound), "%.0f"), numCell(g.Stat(streamArrived), "%.0f"), numCell(g.Stat(splitGangs), "%.0f"),
+			durCell(g.Stat(streamWait)), durCell(g.Stat(streamWaitP90)), numCell(g.Stat(streamStranded), "%.0f"), numCell(g.Stat(strandedMax), "%.0f"),
+			numCell(g.Stat(strandingSamples), "%.0f"), durCell(g.Stat(makespan)), durCell(g.Stat(cpuPerPod)))
+	}
+	fmt.Fprintln(w)
+}
+
 // where are the results that keep says to keep.
 func where(results []Result, keep func(Result) bool) []Result {
 	var out []Result
@@ -267,6 +303,32 @@ func strandingTable(w io.Writer, results []Result) {
 		bound := r.Scenario.Gangs - len(r.NeverUp)
 		fmt.Fprintf(w, "| %s | %d / %d | %d | %d | %d | %d | %v | %v | %v |\n", r.Placer, bound, r.Scenario.Gangs, q.Split,
 			st.BoundGPUs, st.FreeGPUs, st.StrandedGPUs, round(r.Throughput.Makespan), round(perGangBound(r)), round(r.CPUPerPod()))
+	}
+	fmt.Fprintln(w)
+}
+
+// streamDetailTable shows, for TS, which gangs waited in each placer's
+// run of median makespan: the median wait by the gang's workers, and the
+// GPUs free while gangs waited beside those of them stranded (medians of
+// the samples).
+func streamDetailTable(w io.Writer, results []Result) {
+	rows := where(results, func(r Result) bool { return r.Scenario.Name == "TS" && r.Err == nil && r.Stream != nil })
+	if len(rows) == 0 {
+		return
+	}
+	workers := slices.Sorted(maps.Keys(rows[0].Stream.WaitsBy))
+	fmt.Fprintf(w, "### Topology stream (TS): who waits\n\nThe median wait of the gangs of each number of workers (whole GPU nodes), and the GPUs free while gangs waited "+
+		"beside those of them stranded (medians of the samples).\n\n| placer | GPUs free | of them stranded |")
+	for _, n := range workers {
+		fmt.Fprintf(w, " wait, %d workers |", n)
+	}
+	fmt.Fprintf(w, "\n| --- | ---: | ---: |%s\n", strings.Repeat(" ---: |", len(workers)))
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %d | %d |", r.Placer, r.Stream.FreeMedian(), r.Stream.StrandedMedian())
+		for _, n := range workers {
+			fmt.Fprintf(w, " %v |", round(r.Stream.WaitOf(n, 0.5)))
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w)
 }

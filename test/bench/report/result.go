@@ -4,6 +4,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -59,6 +60,9 @@ type Result struct {
 	// harness stopped counting (--trailing): every write the placer made
 	// for the run is counted.
 	Quiet bool
+	// Stream is what a run of a streamed scenario (TS) measured of its
+	// gangs' arrivals: nil for the others.
+	Stream *measure.Stream
 }
 
 // Failure says why the run failed: it could not be measured, it ended
@@ -70,6 +74,8 @@ func (r Result) Failure() error {
 	switch {
 	case r.Err != nil:
 		return r.Err
+	case r.Scenario.Streamed() && r.Stream == nil:
+		return errors.New("a streamed scenario's run without its stream figures (arrivals, waits, GPUs stranded)")
 	case len(r.Partial) > 0:
 		return fmt.Errorf("%d gangs partially bound at the end: %s", len(r.Partial), strings.Join(r.Partial, ", "))
 	case r.Scenario.MustBindAll && len(r.NeverUp) > 0 && (isNull(r.Placer) || isTroupe(r.Placer)):

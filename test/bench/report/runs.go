@@ -122,6 +122,26 @@ func partialDuring(r Result) float64 {
 	return float64(len(r.PartialDuring))
 }
 
+// The figures of a stream (TS) the goal and its table read: of each run,
+// 0 for a run without them (Result.Failure fails it).
+func streamOf(r Result) measure.Stream {
+	if r.Stream == nil {
+		return measure.Stream{}
+	}
+	return *r.Stream
+}
+
+func streamArrived(r Result) float64  { return float64(streamOf(r).Arrived) }
+func streamBound(r Result) float64    { return float64(streamOf(r).Bound) }
+func streamWait(r Result) float64     { return streamOf(r).Wait(0.5).Seconds() }
+func streamWaitP90(r Result) float64  { return streamOf(r).Wait(0.9).Seconds() }
+func streamStranded(r Result) float64 { return float64(streamOf(r).StrandedMedian()) }
+func strandedMax(r Result) float64    { return float64(streamOf(r).StrandedMax()) }
+func strandingSamples(r Result) float64 {
+	return float64(len(streamOf(r).Stranded))
+}
+func splitGangs(r Result) float64 { return float64(r.Quality.Racks.Split) }
+
 // tickShare is how coarse a run's CPU time is: one /proc tick over it.
 func tickShare(r Result) float64 { return measure.TickResolution(r.PlacerCPU) }
 

@@ -32,14 +32,14 @@ func pytorchRoles(workers, gpus int, workerSelector map[string]string) []Role {
 }
 
 // Names are the scenarios in the order they run.
-var Names = []string{"S1", "S2", "S3", "S4", "S4x4", "Q", "S5", "T0", "T", "TM", "S6", "S6x5", "S7x5"}
+var Names = []string{"S1", "S2", "S3", "S4", "S4x4", "Q", "S5", "T0", "T", "TM", "TS", "S6", "S6x5", "S7x5"}
 
 // Catalog returns every scenario at scale (1 is the design's reference
 // point: 1000 nodes, 500 gangs of 4 pods, client QPS 1000); hold is how
-// long S3's gangs run.
+// long S3's and S7x5's gangs run (TS has its own).
 func Catalog(scale float64, hold time.Duration) []Scenario {
 	return []Scenario{s1(scale), s2(scale), s3(scale, hold), s4(scale, 1), s4(scale, 4), quality(scale), s5(scale), rackless(scale), racked(scale), mixedRacks(scale),
-		gangTest(scale, 1), gangTest(scale, 5), gangBacklog(scale, hold)}
+		topologyStream(scale), gangTest(scale, 1), gangTest(scale, 5), gangBacklog(scale, hold)}
 }
 
 // s1, many small gangs: the design's reference workload; everything fits.
@@ -210,6 +210,72 @@ func mixedRacks(scale float64) Scenario {
 	s.BusyPerRack = []int{0, 1, 2, 3}
 	s.MustBindAll = false
 	return s
+}
+
+// The stream's settings (TS) at scale 1.
+const (
+	// streamGangsPerRack is how many gangs arrive for every rack.
+	streamGangsPerRack = 5
+	// streamHold is how long a gang runs once bound whole.
+	streamHold = 20 * time.Second
+	// streamLoad is the load the arrivals offer over the GPU nodes free of
+	// background load.
+	streamLoad = 1.1
+	// streamLead is when the first gang arrives: after the placers'
+	// start-up (listing the cluster), which is then nobody's wait.
+	streamLead = time.Second
+)
+
+// topologyStream, topology under churn: TM's cluster (its racks, their
+// background load, the CPU pool) and TM's gangs (a CPU master and 1 to 8
+// whole-node workers, sizes in TM's order, the workers required in one
+// rack), but the gangs arrive during the run, one every ArrivalEvery, and
+// each is deleted Hold after it is bound whole (S3's deleter), so that
+// the racks fill, empty and fragment as gangs come and go.
+//
+// The rate: a gang asks 4.5 whole nodes on average and holds them for
+// Hold, so gangs arriving every I keep 4.5×Hold/I nodes busy (Little's
+// law). I is chosen so that this is streamLoad (1.1) times the GPU nodes
+// free of background load: a bit more than they hold, so that once they
+// have filled gangs queue, and more so where a placer's choices leave the
+// racks too fragmented for the gangs that wait. At scale 1: 320 gangs (5
+// per rack) over 416 free nodes (64 racks of 8, less 96 busy), a 20 s
+// hold, one gang every 197 ms (457 nodes offered): the free nodes fill
+// after about 18 s, the last gang arrives at 64 s and the run ends when
+// the queue has drained, within 1.5 minutes. Scale shrinks the racks and
+// the gangs with them, and the hold (20 s × scale, at least 1 s); the
+// interval follows from the same load, so the run's length follows the
+// hold: at the smoke test's 0.02, 1 rack, 8 gangs, a 1 s hold and a gang
+// every 511 ms, about 6 s.
+func topologyStream(scale float64) Scenario {
+	s := mixedRacks(scale)
+	s.Name, s.Title = "TS", "topology stream: gangs of 1 to 8 GPU nodes arriving over background load and ending, each in one rack (required), a bit more than fit"
+	racks := s.Pools[1].Count / s.Pools[1].RackSize
+	s.Gangs = max(streamGangsPerRack*racks, len(s.Sizes))
+	s.Hold = max(time.Duration(float64(streamHold)*scale).Round(time.Millisecond), time.Second)
+	s.FirstArrival = streamLead
+	s.ArrivalEvery = s.arrivalEvery(streamLoad)
+	// Every gang fits an empty rack, and the stream ends: every gang is
+	// bound in the end by a placer that keeps the rule.
+	s.MustBindAll = true
+	return s
+}
+
+// arrivalEvery is the interval at which s's gangs, each holding a whole
+// GPU node per worker for s.Hold, offer load times the GPU nodes free of
+// background load, to the millisecond.
+func (s Scenario) arrivalEvery(load float64) time.Duration {
+	workers, free := 0, -len(s.BackgroundPods())
+	for i := range s.Gangs {
+		workers += s.ReplicasOf(len(s.Roles)-1, i)
+	}
+	for _, p := range s.Pools {
+		if p.GPUs > 0 {
+			free += p.Count
+		}
+	}
+	perGang := float64(workers) / float64(s.Gangs)
+	return time.Duration(perGang * float64(s.Hold) / (load * float64(free))).Round(time.Millisecond)
 }
 
 // gangTest is in the shape of Kubernetes' own scheduler_perf gang test: a

@@ -100,6 +100,13 @@ type Scenario struct {
 	// pods and PodGroup that long after its last pod is bound, so that a
 	// backlog drains (S3).
 	Hold time.Duration
+	// ArrivalEvery, when set, streams the gangs (TS): none exists when
+	// the placer starts; the harness creates gang i during the run, at
+	// ArrivalAt(i) after the clock's start.
+	ArrivalEvery time.Duration
+	// FirstArrival is when a stream's first gang arrives, after the
+	// clock's start: the placers' start-up is nobody's wait.
+	FirstArrival time.Duration
 	// WarmRound asks for a second round on the same cluster, for placers
 	// that count their own work (Troupe): once the run is measured, the
 	// harness deletes the gangs, creates as many new ones and reads the
@@ -145,6 +152,24 @@ func (s Scenario) Racked() bool {
 // RunsWith says whether placer runs the scenario.
 func (s Scenario) RunsWith(placer string) bool {
 	return len(s.Placers) == 0 || slices.Contains(s.Placers, placer)
+}
+
+// Streamed says whether the scenario's gangs arrive during the run.
+func (s Scenario) Streamed() bool { return s.ArrivalEvery > 0 }
+
+// ArrivalAt is when gang i of a stream arrives, from the clock's start:
+// the first at FirstArrival, then one every ArrivalEvery.
+func (s Scenario) ArrivalAt(i int) time.Duration {
+	return s.FirstArrival + time.Duration(i)*s.ArrivalEvery
+}
+
+// GangSizes is each gang's pod count, by name.
+func (s Scenario) GangSizes() map[string]int {
+	out := make(map[string]int, s.Gangs)
+	for i := range s.Gangs {
+		out[s.GangName(i)] = s.PodsPerGang(i)
+	}
+	return out
 }
 
 // Nodes is the scenario's node count.
@@ -212,6 +237,9 @@ func (s Scenario) Describe() string {
 		roles = append(roles, d+")")
 	}
 	d := fmt.Sprintf("%d nodes: %s; %d gangs of %s; %d pods", s.Nodes(), strings.Join(pools, " + "), s.Gangs, strings.Join(roles, " + "), s.Pods())
+	if s.Streamed() {
+		d += fmt.Sprintf("; the gangs arrive during the run, one every %v from %v after the placer starts", s.ArrivalEvery, s.FirstArrival)
+	}
 	if s.Hold > 0 {
 		d += fmt.Sprintf("; each gang deleted %v after it is bound", s.Hold)
 	}

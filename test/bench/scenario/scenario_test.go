@@ -1,7 +1,9 @@
 package scenario_test
 
 import (
+	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -52,6 +54,8 @@ func TestCatalogAtTheReferencePoint(t *testing.T) {
 		{name: "S5", nodes: 1000, gangs: 500, pods: 2000, mustBindAll: true},
 		{name: "T0", nodes: 612, gangs: 60, pods: 420, mustBindAll: true},
 		{name: "T", nodes: 612, gangs: 60, pods: 420, mustBindAll: true},
+		// TM's cluster; 5 gangs for every rack, 4.5 workers each on average.
+		{name: "TS", nodes: 612, gangs: 320, pods: 1760, hold: true, mustBindAll: true},
 		// Kubernetes' scheduler_perf gang test: 5000 nodes, 3000 gangs
 		// of 3, and the same shape at 1000 nodes.
 		{name: "S6", nodes: 1000, gangs: 600, pods: 1800, mustBindAll: true},
@@ -128,6 +132,16 @@ func TestCatalogFits(t *testing.T) {
 				if free := slots - len(s.BackgroundPods()); need <= free {
 					t.Errorf("scale %v: TM needs %d worker slots, %d are free of background load: want more than fit", scale, need, free)
 				}
+			case "TS":
+				// Every gang fits a rack free of background load, alone;
+				// together they offer a bit more than the free nodes hold.
+				free := slots - len(s.BackgroundPods())
+				if load := offeredNodes(s) / float64(free); load <= 1 || load > 1.2 {
+					t.Errorf("scale %v: TS offers %.2f× its %d free GPU nodes, want a bit more than 1×", scale, load, free)
+				}
+				if largest := slices.Max(s.Sizes); largest > s.Pools[1].RackSize || s.BusyPerRack[0] != 0 {
+					t.Errorf("scale %v: TS's largest gang has %d workers, racks hold %d, rack 0 has %d busy", scale, largest, s.Pools[1].RackSize, s.BusyPerRack[0])
+				}
 			case "Q":
 				if need != slots {
 					t.Errorf("scale %v: Q needs %d worker slots, the GPU nodes hold %d: want an exact fit", scale, need, slots)
@@ -141,6 +155,85 @@ func TestCatalogFits(t *testing.T) {
 				t.Errorf("scale %v: %s is empty: %s", scale, name, s.Describe())
 			}
 		}
+	}
+}
+
+// offeredNodes is the GPU nodes a stream keeps busy on average (Little's
+// law): its gangs' mean whole-node workers, each held Hold, arriving one
+// every ArrivalEvery.
+func offeredNodes(s scenario.Scenario) float64 {
+	workers := 0
+	for i := range s.Gangs {
+		workers += s.ReplicasOf(len(s.Roles)-1, i)
+	}
+	return float64(workers) / float64(s.Gangs) * s.Hold.Seconds() / s.ArrivalEvery.Seconds()
+}
+
+// TS is TM's cluster and gangs, arriving over time instead of at once, and
+// ending; TM is unchanged. At scale 1 the run takes at most about a minute
+// and a half, at the smoke test's a few seconds.
+func TestTSStreamsTMsGangs(t *testing.T) {
+	tests := []struct {
+		scale      float64
+		gangs      int
+		every      time.Duration
+		hold       time.Duration
+		longestRun time.Duration // the last arrival plus a hold
+	}{
+		{scale: 1, gangs: 320, every: 197 * time.Millisecond, hold: 20 * time.Second, longestRun: 90 * time.Second},
+		{scale: 0.05, gangs: 15, every: 188 * time.Millisecond, hold: time.Second, longestRun: 10 * time.Second},
+		// Every size at least once.
+		{scale: 0.02, gangs: 8, every: 511 * time.Millisecond, hold: time.Second, longestRun: 10 * time.Second},
+	}
+	for _, tc := range tests {
+		all := byName(t, tc.scale)
+		ts, tm := all["TS"], all["TM"]
+		if !reflect.DeepEqual(ts.Pools, tm.Pools) || !reflect.DeepEqual(ts.Roles, tm.Roles) || !slices.Equal(ts.Sizes, tm.Sizes) ||
+			!slices.Equal(ts.BusyPerRack, tm.BusyPerRack) || !reflect.DeepEqual(ts.Topology, tm.Topology) ||
+			!slices.Equal(ts.TopologyRoles, tm.TopologyRoles) || !slices.Equal(ts.Placers, tm.Placers) || ts.Kind != tm.Kind {
+			t.Errorf("scale %v: TS is not TM's cluster and gangs:\nTS %s\nTM %s", tc.scale, ts.Describe(), tm.Describe())
+		}
+		if tm.Streamed() || tm.Hold != 0 || tm.MustBindAll {
+			t.Errorf("scale %v: TM changed: streamed %v, hold %v, must bind all %v", tc.scale, tm.Streamed(), tm.Hold, tm.MustBindAll)
+		}
+		if !ts.Streamed() || ts.Gangs != tc.gangs || ts.ArrivalEvery != tc.every || ts.Hold != tc.hold || ts.FirstArrival != time.Second {
+			t.Errorf("scale %v: TS streamed %v, %d gangs, one every %v from %v, hold %v; want %d every %v from 1s, hold %v",
+				tc.scale, ts.Streamed(), ts.Gangs, ts.ArrivalEvery, ts.FirstArrival, ts.Hold, tc.gangs, tc.every, tc.hold)
+		}
+		if run := ts.ArrivalAt(ts.Gangs-1) + ts.Hold; run > tc.longestRun {
+			t.Errorf("scale %v: the last gang arrives at %v and ends %v later: longer than %v", tc.scale, ts.ArrivalAt(ts.Gangs-1), ts.Hold, tc.longestRun)
+		}
+		// Gang i is TM's gang i: the same workers, the same rack rule.
+		for i := range ts.Gangs {
+			g, m := ts.Gang(i, "bench", troupe.Backend{}), tm.Gang(i, "bench", troupe.Backend{})
+			if len(g.Pods) != len(m.Pods) || !reflect.DeepEqual(g.Spec.Topology, m.Spec.Topology) || g.Spec.Topology == nil {
+				t.Errorf("scale %v: TS's gang %d has %d pods and topology %+v; TM's %d and %+v", tc.scale, i, len(g.Pods), g.Spec.Topology, len(m.Pods), m.Spec.Topology)
+			}
+		}
+		if !strings.Contains(ts.Describe(), fmt.Sprintf("one every %v from 1s after the placer starts; each gang deleted %v after it is bound", tc.every, tc.hold)) {
+			t.Errorf("scale %v: Describe() = %q", tc.scale, ts.Describe())
+		}
+	}
+}
+
+// A stream's gangs arrive one every ArrivalEvery from FirstArrival; sizes
+// are the same whether the gangs arrive or exist at once.
+func TestArrivalAt(t *testing.T) {
+	s := scenario.Scenario{Name: "X", FirstArrival: time.Second, ArrivalEvery: 200 * time.Millisecond, Gangs: 3, Sizes: []int{1, 3},
+		Roles: []scenario.Role{{Replicas: 1}, {Replicas: 9}}}
+	for _, tc := range []struct {
+		gang int
+		want time.Duration
+	}{{0, time.Second}, {1, 1200 * time.Millisecond}, {2, 1400 * time.Millisecond}, {10, 3 * time.Second}} {
+		if got := s.ArrivalAt(tc.gang); got != tc.want {
+			t.Errorf("ArrivalAt(%d) = %v, want %v", tc.gang, got, tc.want)
+		}
+	}
+	if want := map[string]int{"x-0000": 2, "x-0001": 4, "x-0002": 2}; !maps.Equal(s.GangSizes(), want) {
+		t.Errorf("GangSizes() = %v, want %v", s.GangSizes(), want)
+	}
+	if !s.Streamed() || (scenario.Scenario{}).Streamed() {
+		t.Error("Streamed: a stream is one with an interval")
 	}
 }
 
