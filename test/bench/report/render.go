@@ -320,7 +320,11 @@ func streamDetailTable(w io.Writer, results []Result) {
 	fmt.Fprintf(w, "### Topology stream (TS): who waits\n\nThe median wait of the gangs of each number of workers (whole GPU nodes), and the GPUs free while gangs waited "+
 		"beside those of them stranded (medians of the samples).\n\n| placer | GPUs free | of them stranded |")
 	for _, n := range workers {
-		fmt.Fprintf(w, " wait, %d workers |", n)
+		unit := "workers"
+		if n == 1 {
+			unit = "worker"
+		}
+		fmt.Fprintf(w, " wait, %d %s |", n, unit)
 	}
 	fmt.Fprintf(w, "\n| --- | ---: | ---: |%s\n", strings.Repeat(" ---: |", len(workers)))
 	for _, r := range rows {

@@ -372,7 +372,7 @@ func TestMarkdown(t *testing.T) {
 		"| volcano | 10 | 10 | 0 | 500ms | 900ms | 40 | 40 | 4 | 1m10s | 1ms |",
 		// Troupe's run of median makespan (the first of two: the lower
 		// middle); gangs 1, 3, ... of 1 worker, 2, 4, ... of 2.
-		"### Topology stream (TS): who waits", "| placer | GPUs free | of them stranded | wait, 1 workers | wait, 2 workers |",
+		"### Topology stream (TS): who waits", "| placer | GPUs free | of them stranded | wait, 1 worker | wait, 2 workers |",
 		"| troupe | 8 | 8 | 5ms | 6ms |", "| volcano | 40 | 40 | 500ms | 600ms |",
 		"### Troupe's warm rounds", "| S4 | 200 | 8 | 1ms | 100µs | 50µs | 20µs | 10µs | 55 | 400ms |",
 	} {
