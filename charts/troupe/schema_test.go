@@ -102,6 +102,11 @@ var wrongValues = []struct {
 		want: []string{"at '/scheduler/partialGangGracePeriod'", "'30sec' does not match pattern"},
 	},
 	{
+		name: "a refresh period that is no duration",
+		args: []string{"--set", "scheduler.unschedulableRefreshPeriod=-10s"},
+		want: []string{"at '/scheduler/unschedulableRefreshPeriod'", "'-10s' does not match pattern"},
+	},
+	{
 		name: "a zero client rate",
 		args: []string{"--set-json", "operator.kubeAPI.qps=0"},
 		want: []string{"at '/operator/kubeAPI/qps': exclusiveMinimum: got 0, want 0"},

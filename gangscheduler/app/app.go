@@ -170,14 +170,15 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 		binder.New(mgr.GetClient(), recorder, opts.BindWorkers, binderOpts...),
 		status.NewWriter(mgr.GetClient(), recorder, opts.BindWorkers),
 		scheduler.Options{
-			Actions:          acts,
-			Plugins:          plugs,
-			MinCyclePeriod:   opts.MinCyclePeriod,
-			MaxIdlePeriod:    opts.MaxIdlePeriod,
-			EventGate:        gate,
-			PartialGangGrace: opts.PartialGangGrace,
-			Fence:            fence.Checker(),
-			Log:              ctrl.Log.WithName("scheduler"),
+			Actions:              acts,
+			Plugins:              plugs,
+			MinCyclePeriod:       opts.MinCyclePeriod,
+			MaxIdlePeriod:        opts.MaxIdlePeriod,
+			EventGate:            gate,
+			PartialGangGrace:     opts.PartialGangGrace,
+			UnschedulableRefresh: opts.UnschedulableRefresh,
+			Fence:                fence.Checker(),
+			Log:                  ctrl.Log.WithName("scheduler"),
 		})
 	if err := mgr.Add(sched); err != nil {
 		return err

@@ -42,6 +42,7 @@ type Options struct {
 	MinCyclePeriod          time.Duration
 	MaxIdlePeriod           time.Duration
 	PartialGangGrace        time.Duration
+	UnschedulableRefresh    time.Duration
 	// WatchListClient starts informers with client-go's streamed watch
 	// list (cmdutil.SetWatchListClient).
 	WatchListClient bool
@@ -65,13 +66,14 @@ func NewOptions() *Options {
 		// so that it never paces a burst of binds: --bind-workers bounds
 		// the binds in flight, and the API server's priority and fairness
 		// protects it.
-		QPS:                DefaultQPS,
-		Burst:              DefaultQPS,
-		BindWorkers:        16,
-		PodScheduledEvents: true,
-		MinCyclePeriod:     scheduler.DefaultMinCyclePeriod,
-		MaxIdlePeriod:      scheduler.DefaultMaxIdlePeriod,
-		PartialGangGrace:   actions.DefaultPartialGangGrace,
+		QPS:                  DefaultQPS,
+		Burst:                DefaultQPS,
+		BindWorkers:          16,
+		PodScheduledEvents:   true,
+		MinCyclePeriod:       scheduler.DefaultMinCyclePeriod,
+		MaxIdlePeriod:        scheduler.DefaultMaxIdlePeriod,
+		PartialGangGrace:     actions.DefaultPartialGangGrace,
+		UnschedulableRefresh: scheduler.DefaultUnschedulableRefresh,
 	}
 }
 
@@ -93,6 +95,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.PodScheduledEvents, "pod-scheduled-events", o.PodScheduledEvents, "Record a Scheduled event on every pod bound, as kube-scheduler does. Each is one more API write per pod; false keeps the gang's one Scheduled event on its PodGroup (failed binds are recorded on their pods either way).")
 	fs.DurationVar(&o.MinCyclePeriod, "min-cycle-period", o.MinCyclePeriod, "Least time between the starts of two scheduling cycles; changes that arrive meanwhile are handled together.")
 	fs.DurationVar(&o.MaxIdlePeriod, "max-idle-period", o.MaxIdlePeriod, "Most time between two cycles when nothing changes (schedule timeouts still fall due).")
+	fs.DurationVar(&o.UnschedulableRefresh, "unschedulable-refresh-period", o.UnschedulableRefresh, "Least time between two writes of a new reason or message into the Unschedulable condition of a gang that stays unschedulable (its PodGroup's status and event, its pods' FailedScheduling events on a new reason). The condition turning True or False, and a schedule timeout falling due, are written at once. 0 writes every change.")
 	fs.BoolVar(&o.WatchListClient, "watch-list-client", o.WatchListClient, "Start the informers with a streamed watch list (client-go's WatchListClient, on by default in client-go) instead of a paged list. Off by default: on a resource nobody wrote lately, the API server holds the stream until its watch cache is provably fresh, which delayed the first cycle by up to a second.")
 	fs.DurationVar(&o.PartialGangGrace, "partial-gang-grace-period", o.PartialGangGrace, "How long a gang may stay partial (some members bound, the gang not whole: a bind refused, a member lost, a commit interrupted) before the scheduler deletes its members on nodes for their controller to recreate; it completes such a gang first of all meanwhile. 0 reclaims in the first cycle that cannot complete it.")
 }
@@ -127,6 +130,9 @@ func (o *Options) Validate() error {
 	}
 	if o.PartialGangGrace < 0 {
 		errs = append(errs, fmt.Errorf("--partial-gang-grace-period: must not be negative, got %v", o.PartialGangGrace))
+	}
+	if o.UnschedulableRefresh < 0 {
+		errs = append(errs, fmt.Errorf("--unschedulable-refresh-period: must not be negative, got %v", o.UnschedulableRefresh))
 	}
 	if o.MaxIdlePeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--max-idle-period: must be greater than 0, got %v", o.MaxIdlePeriod))

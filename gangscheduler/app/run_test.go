@@ -298,6 +298,40 @@ var _ = Describe("troupe-scheduler", Serial, func() {
 		}).Should(Succeed())
 	})
 
+	It("keeps a waiting gang's reason and message for --unschedulable-refresh-period, and says at once when it binds", func() {
+		nodes(testutil.MakeNode(nodeName("gpu-a")).Capacity("16", "64Gi").GPU(4).Obj())
+		create(testutil.MakePodGroup("pg", ns).MinMember(3).Obj())
+		create(gangPods("pg", "Worker", 3, func(b *testutil.GangPodBuilder) { b.GPU(2) })...)
+		start([]string{"--unschedulable-refresh-period=1h"})
+
+		const first = "Worker: 2 of 3 pending pods fit; then 0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+		unschedulable := func(g Gomega) *metav1.Condition {
+			c := meta.FindStatusCondition(getPodGroup(g, "pg").Status.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
+			g.ExpectWithOffset(1, c).NotTo(BeNil())
+			return c
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(unschedulable(g).Message).To(Equal(first))
+			g.Expect(events(g, "PodGroup", "pg", "Unschedulable")).To(HaveLen(1))
+		}).Should(Succeed())
+
+		By("a CPU node changes the fit summary, not the gang's lot: the condition and its event stay as they were")
+		nodes(testutil.MakeNode(nodeName("cpu")).Capacity("16", "64Gi").Obj())
+		waitCycles(5)
+		c := unschedulable(Default)
+		Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		Expect(c.Message).To(Equal(first), "a new message within the refresh period is not written")
+		Expect(events(Default, "PodGroup", "pg", "Unschedulable")).To(HaveLen(1))
+
+		By("a second GPU node binds the gang: Unschedulable turns False at once")
+		nodes(testutil.MakeNode(nodeName("gpu-b")).Capacity("16", "64Gi").GPU(4).Obj())
+		Eventually(func(g Gomega) {
+			c := unschedulable(g)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(schedulingv1alpha1.PodGroupReasonGangBound))
+		}).Should(Succeed())
+	})
+
 	It("marks a gang not placed within scheduleTimeoutSeconds, and keeps trying", func() {
 		nodes(testutil.MakeNode(nodeName("a")).Capacity("2", "8Gi").Obj())
 		create(testutil.MakePodGroup("pg", ns).MinMember(2).ScheduleTimeout(1).Obj())

@@ -34,6 +34,10 @@ import (
 const (
 	DefaultMinCyclePeriod = 100 * time.Millisecond
 	DefaultMaxIdlePeriod  = time.Second
+	// DefaultUnschedulableRefresh is kube-scheduler's longest backoff for
+	// an unschedulable pod (podMaxBackoffSeconds): how stale its view of
+	// why a pod waits may be, and so how stale a waiting gang's may be.
+	DefaultUnschedulableRefresh = 10 * time.Second
 )
 
 // Options configure the loop.
@@ -52,6 +56,10 @@ type Options struct {
 	// scheduler records wait for it (eventsink.Sink), so that a burst of
 	// binds does not share the API server with its own events.
 	EventGate *eventsink.Gate
+	// UnschedulableRefresh is the least time between two writes of a new
+	// reason or message into the Unschedulable condition of a gang that
+	// stays unschedulable (status.Gang.QuietUntil); 0 writes every change.
+	UnschedulableRefresh time.Duration
 	// PartialGangGrace is how long a gang may stay partial before its
 	// members on nodes are reclaimed (actions.PartialGangs); negative
 	// means actions.DefaultPartialGangGrace.
@@ -459,8 +467,11 @@ func (s *Scheduler) writeStatus(ctx context.Context, state *cache.State, d decis
 		if t, ok := d.topology[id]; ok {
 			g.Topology = &t
 		}
+		if at := s.status.UnschedulableWrittenAt(pg.UID); !at.IsZero() {
+			g.QuietUntil = at.Add(s.opts.UnschedulableRefresh)
+		}
 		u := status.Compute(g, now)
-		w := status.PodGroupWrite{PodGroup: pg, Old: g.Old, Update: u}
+		w := status.PodGroupWrite{PodGroup: pg, Old: g.Old, Update: u, At: now}
 		if u.PodEvent != nil {
 			for _, t := range job.PendingTasks() {
 				w.Pending = append(w.Pending, t.Pod)

@@ -49,6 +49,10 @@ type Gang struct {
 	// Topology is where the session placed a gang with a topology policy,
 	// nil if it placed none (framework.TopologyOutcome).
 	Topology *framework.TopologyOutcome
+	// QuietUntil is when a gang that stays unschedulable may next have a
+	// new reason or message written (Writer.UnschedulableWrittenAt plus
+	// the refresh period); zero writes every change at once. See Compute.
+	QuietUntil time.Time
 }
 
 // Event is an event to record.
@@ -121,7 +125,12 @@ func PartialSince(st schedulingv1alpha1.PodGroupStatus) *time.Time {
 //   - Unschedulable is True with the session's reason and the per-role
 //     diagnosis while the session records one; False once scheduled.
 //     Without a record this cycle (e.g. a pod's bind failed and is retried)
-//     it is left as it was;
+//     it is left as it was. While it stays True, a new reason or message
+//     is written only from QuietUntil on (except turning ScheduleTimeout):
+//     a gang that waits in a busy cluster gets a new fit summary every
+//     cycle, and writing each (a status patch and an event, the pods'
+//     events on a new reason) cost more API writes than the binds
+//     themselves, as kube-scheduler's backoff spares it for a pod;
 //   - past scheduleTimeoutSeconds since scheduleStartTime, Unschedulable
 //     becomes reason ScheduleTimeout. The scheduler keeps trying: nothing
 //     is ever reserved for a gang that is not whole (allocate binds a gang
@@ -179,7 +188,7 @@ func Compute(g Gang, now time.Time) Update {
 		st.ScheduleEndTime = nil
 		cond(schedulingv1alpha1.PodGroupScheduled, metav1.ConditionFalse, schedulingv1alpha1.PodGroupReasonWaiting,
 			fmt.Sprintf("%d of minMember %d pods bound", c.placed, job.MinMember))
-		if reason, message, ok := unschedulable(g, &st, now); ok {
+		if reason, message, ok := unschedulable(g, &st, now); ok && !quiet(g, st, reason, now) {
 			cond(schedulingv1alpha1.PodGroupUnschedulable, metav1.ConditionTrue, reason, message)
 		}
 	}
@@ -248,6 +257,18 @@ func unschedulable(g Gang, st *schedulingv1alpha1.PodGroupStatus, now time.Time)
 		reason = schedulingv1alpha1.PodGroupReasonScheduleTimeout
 	}
 	return reason, message, true
+}
+
+// quiet says a gang's Unschedulable condition, True already, keeps its
+// reason and message this cycle rather than take reason: it was written
+// less than the refresh period ago (Gang.QuietUntil). A schedule timeout
+// falling due is written at once.
+func quiet(g Gang, st schedulingv1alpha1.PodGroupStatus, reason string, now time.Time) bool {
+	old := meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
+	if old == nil || old.Status != metav1.ConditionTrue || !now.Before(g.QuietUntil) {
+		return false
+	}
+	return old.Reason == reason || reason != schedulingv1alpha1.PodGroupReasonScheduleTimeout
 }
 
 // transitions returns the events for condition changes: Scheduled turning

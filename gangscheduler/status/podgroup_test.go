@@ -74,6 +74,15 @@ func condition(ctype string, status metav1.ConditionStatus, reason, message stri
 	return metav1.Condition{Type: ctype, Status: status, Reason: reason, Message: message, ObservedGeneration: 2, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}
 }
 
+// waitingFor is the status of a gang pending for a minute, unschedulable
+// for reason with message.
+func waitingFor(reason, message string) schedulingv1alpha1.PodGroupStatus {
+	return schedulingv1alpha1.PodGroupStatus{Phase: "Pending", ScheduleStartTime: ago(time.Minute), Conditions: []metav1.Condition{
+		condition("Scheduled", "False", "Waiting", "0 of minMember 3 pods bound"),
+		condition("Unschedulable", "True", reason, message),
+	}}
+}
+
 var notEnough = &framework.Unschedulable{Reason: "NotEnoughResources", Message: "no pod could be placed; pod ns/pa: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu."}
 
 // missingMembers ends the Partial condition's message without a session
@@ -151,6 +160,50 @@ func TestCompute(t *testing.T) {
 				},
 			},
 			wantEvents: []string{"Warning/Unschedulable"},
+		},
+		{
+			name: "a new message within the refresh period: the condition is kept, nothing announced",
+			g: Gang{PodGroup: pgWith(nil), Job: gang(3, pending, pending, pending), Unschedulable: notEnough, Diagnosis: diagnosis,
+				QuietUntil: now.Add(time.Second), Old: waitingFor("NotEnoughResources", "an older fit summary")},
+			want: waitingFor("NotEnoughResources", "an older fit summary"),
+		},
+		{
+			name: "a new reason within the refresh period: the condition is kept, nothing announced",
+			g: Gang{PodGroup: pgWith(nil), Job: gang(3, pending, pending, pending), QuietUntil: now.Add(time.Second),
+				Unschedulable: &framework.Unschedulable{Reason: "TopologyNotSatisfied", Message: "rack: no rack has 3 free nodes"},
+				Old:           waitingFor("NotEnoughResources", diagnosis)},
+			want: waitingFor("NotEnoughResources", diagnosis),
+		},
+		{
+			name: "a new reason once the refresh period is over: written, on the PodGroup and its pods",
+			g: Gang{PodGroup: pgWith(nil), Job: gang(3, pending, pending, pending), QuietUntil: now,
+				Unschedulable: &framework.Unschedulable{Reason: "TopologyNotSatisfied", Message: "rack: no rack has 3 free nodes"},
+				Old:           waitingFor("NotEnoughResources", diagnosis)},
+			want:       waitingFor("TopologyNotSatisfied", "rack: no rack has 3 free nodes"),
+			wantEvents: []string{"Warning/Unschedulable"},
+			wantPodEvt: true,
+		},
+		{
+			name: "a schedule timeout falling due within the refresh period: written at once",
+			g: Gang{PodGroup: pgWith(func(pg *schedulingv1alpha1.PodGroup) { pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](30) }),
+				Job: gang(3, pending, pending, pending), Unschedulable: notEnough, Diagnosis: diagnosis, QuietUntil: now.Add(time.Second),
+				Old: waitingFor("NotEnoughResources", diagnosis)},
+			want: waitingFor("ScheduleTimeout", "not scheduled within scheduleTimeoutSeconds (30s); still trying. NotEnoughResources: "+diagnosis),
+			wantEvents: []string{"Warning/ScheduleTimeout"},
+			wantPodEvt: true,
+		},
+		{
+			name: "bound within the refresh period: Unschedulable turns False at once",
+			g: Gang{PodGroup: pgWith(nil), Job: gang(3, bound, bound, bound), QuietUntil: now.Add(time.Second),
+				Old: waitingFor("NotEnoughResources", diagnosis)},
+			want: schedulingv1alpha1.PodGroupStatus{
+				Phase: "Running", Admitted: 3, ScheduleStartTime: ago(time.Minute), ScheduleEndTime: ago(0),
+				Conditions: []metav1.Condition{
+					{Type: "Scheduled", Status: "True", Reason: "GangBound", Message: "3 pods bound or running (minMember 3)"},
+					{Type: "Unschedulable", Status: "False", Reason: "GangBound"},
+				},
+			},
+			wantEvents: []string{"Normal/Scheduled"},
 		},
 		{
 			name: "without a diagnosis the session's message is kept",

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -37,6 +39,9 @@ type Writer struct {
 
 	mu      sync.Mutex
 	written map[types.UID]memo
+	// unschedulableAt is when each PodGroup's Unschedulable condition last
+	// had its status, reason or message written True (Gang.QuietUntil).
+	unschedulableAt map[types.UID]time.Time
 }
 
 type memo struct {
@@ -49,7 +54,7 @@ type memo struct {
 // NewWriter returns a writer that patches through c, records events with
 // recorder and runs at most workers writes at once.
 func NewWriter(c client.Client, recorder events.EventRecorder, workers int) *Writer {
-	return &Writer{client: c, recorder: recorder, workers: max(workers, 1), written: map[types.UID]memo{}}
+	return &Writer{client: c, recorder: recorder, workers: max(workers, 1), written: map[types.UID]memo{}, unschedulableAt: map[types.UID]time.Time{}}
 }
 
 // recall returns what was written over obj's version, if the informer has
@@ -85,6 +90,36 @@ func (w *Writer) Forget(keep func(types.UID) bool) {
 			delete(w.written, uid)
 		}
 	}
+	for uid := range w.unschedulableAt {
+		if !keep(uid) {
+			delete(w.unschedulableAt, uid)
+		}
+	}
+}
+
+// UnschedulableWrittenAt is when this writer last wrote a new reason or
+// message into uid's Unschedulable condition while it was True; zero if it
+// has not (since it started, or since the condition turned False).
+func (w *Writer) UnschedulableWrittenAt(uid types.UID) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.unschedulableAt[uid]
+}
+
+// noteUnschedulable remembers when a write changed the Unschedulable
+// condition of uid, or forgets it once the condition is not True.
+func (w *Writer) noteUnschedulable(uid types.UID, old, written schedulingv1alpha1.PodGroupStatus, at time.Time) {
+	now := meta.FindStatusCondition(written.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if now == nil || now.Status != metav1.ConditionTrue {
+		delete(w.unschedulableAt, uid)
+		return
+	}
+	was := meta.FindStatusCondition(old.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
+	if was == nil || was.Status != now.Status || was.Reason != now.Reason || was.Message != now.Message {
+		w.unschedulableAt[uid] = at
+	}
 }
 
 // OldPodGroupStatus is the status to compare pg's new status against.
@@ -112,6 +147,8 @@ type PodGroupWrite struct {
 	// Pending are the gang's pods still waiting for a node: they get
 	// Update.PodEvent.
 	Pending []*corev1.Pod
+	// At is the cycle's time, the one Update was computed at.
+	At time.Time
 }
 
 // QueueWrite is one queue's outcome of a cycle.
@@ -169,6 +206,7 @@ func (w *Writer) writePodGroup(ctx context.Context, pw PodGroupWrite) error {
 	metrics.StatusWrites.WithLabelValues("PodGroup", "success").Inc()
 	written := pw.Update.Status
 	w.remember(pg.UID, memo{from: pg.ResourceVersion, podGroup: &written})
+	w.noteUnschedulable(pg.UID, pw.Old, written, pw.At)
 	for _, e := range pw.Update.Events {
 		w.recorder.Eventf(pg, nil, e.Type, e.Reason, ActionScheduling, "%s", e.Message)
 	}
