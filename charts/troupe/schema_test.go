@@ -19,6 +19,7 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/predicates"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/priority"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/proportion"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/reservation"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/volumes"
 	"github.com/troupe-ml/troupe/internal/operator"
 )
@@ -100,6 +101,11 @@ var wrongValues = []struct {
 		name: "a grace period that is no duration",
 		args: []string{"--set", "scheduler.partialGangGracePeriod=30sec"},
 		want: []string{"at '/scheduler/partialGangGracePeriod'", "'30sec' does not match pattern"},
+	},
+	{
+		name: "a reservation plugin that holds for no gang",
+		args: []string{"--set-json", `scheduler.config={"plugins":[{"name":"gang"},{"name":"predicates"},{"name":"reservation","arguments":{"gangs":0}}]}`},
+		want: []string{"at '/scheduler/config/plugins/2/arguments/gangs'", "minimum: got 0, want 1"},
 	},
 	{
 		name: "a refresh period that is no duration",
@@ -201,6 +207,7 @@ func TestSchemaPluginArgumentsAreTheCode(t *testing.T) {
 		nodeorder.Name:         nodeorder.Config{},
 		proportion.Name:        proportion.Config{},
 		drf.Name:               drf.Config{},
+		reservation.Name:       reservation.Config{},
 		priority.Name:          nil,
 		gang.Name:              nil,
 		volumes.Name:           nil,

@@ -93,6 +93,9 @@ func (a *Allocate) allocateTopologyJob(ssn *framework.Session, queue *api.QueueI
 	pl := placeWithTopology(ssn, queue, job, tasks)
 	if pl.stmt == nil {
 		ssn.RecordUnschedulable(job.UID, pl.reason, pl.message)
+		if !pl.queueShort {
+			hold(ssn, job, tasks)
+		}
 		return
 	}
 	if ssn.JobReady(job) {
@@ -142,6 +145,9 @@ func (a *Allocate) allocateJob(ssn *framework.Session, refused *refusals, queue 
 	// The first task that found no room, and why.
 	var firstPod *api.TaskInfo
 	var firstFailure string
+	// queueShort: some task found its queue's share spent, which no hold
+	// of nodes can help.
+	queueShort := false
 	for i, task := range tasks {
 		if ready+int32(stmt.Len())+int32(len(tasks)-i) < job.MinMember {
 			break // even placing every remaining task cannot make the gang
@@ -154,6 +160,7 @@ func (a *Allocate) allocateJob(ssn *framework.Session, refused *refusals, queue 
 		// The queue only fills up as the statement goes on, and the class
 		// fixes the request, so a refusal holds for the key too.
 		if !ssn.Allocatable(queue, task) {
+			queueShort = true
 			if monotone {
 				failed[key] = true
 			}
@@ -200,4 +207,7 @@ func (a *Allocate) allocateJob(ssn *framework.Session, refused *refusals, queue 
 		prefix += "; "
 	}
 	ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, refused.record(queue.Name, job, tasks, prefix, firstPod, firstFailure))
+	if firstPod != nil && !queueShort {
+		hold(ssn, job, tasks)
+	}
 }

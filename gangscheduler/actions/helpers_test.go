@@ -3,6 +3,7 @@ package actions_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -24,6 +25,8 @@ type cluster struct {
 	jobs       []*api.JobInfo
 	queues     []*api.QueueInfo
 	topologies []*api.TopologyInfo
+	// now is the time of the decisions (api.Snapshot.Now).
+	now time.Time
 }
 
 // schedule runs one allocate session with the default plugins on a fresh

@@ -21,6 +21,7 @@ func run(t testing.TB, c cluster, plugins []framework.Plugin, acts ...framework.
 		jobs[i] = &cp
 	}
 	snap := st.MustSnapshot(c.nodes, c.pods, jobs, c.queues...)
+	snap.Now = c.now
 	snap.Topologies = map[string]*api.TopologyInfo{}
 	for _, t := range c.topologies {
 		snap.Topologies[t.Name] = t

@@ -15,6 +15,8 @@ type placement struct {
 	outcome framework.TopologyOutcome
 	reason  string
 	message string
+	// queueShort says the queue's share, not the nodes, stopped it.
+	queueShort bool
 }
 
 // placeWithTopology places tasks of a gang with a topology policy in one
@@ -36,12 +38,12 @@ func placeWithTopology(ssn *framework.Session, queue *api.QueueInfo, job *api.Jo
 	}
 	res := topology.Place(ssn, job, covered, mayPlace)
 	if res.Stmt == nil {
-		return placement{reason: res.Reason, message: res.Message}
+		return placement{reason: res.Reason, message: res.Message, queueShort: res.QueueShort}
 	}
 	for _, t := range others {
 		if !mayPlace(t) {
 			res.Stmt.Discard()
-			return placement{reason: ReasonNotEnoughResources, message: fmt.Sprintf("queue %q has no share or capability left for pod %s", job.Queue, t.Key())}
+			return placement{reason: ReasonNotEnoughResources, message: fmt.Sprintf("queue %q has no share or capability left for pod %s", job.Queue, t.Key()), queueShort: true}
 		}
 		node := ssn.BestNode(ssn.ClassOf(t), t)
 		if node == nil {

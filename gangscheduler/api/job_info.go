@@ -38,6 +38,10 @@ type JobInfo struct {
 	// The partial-gang grace period counts from it, across scheduler
 	// restarts.
 	PartialSince *time.Time
+	// WaitingSince is when the gang's current attempt to be placed began:
+	// its PodGroup's status.scheduleStartTime (reset when a running gang
+	// loses members); nil if not set yet.
+	WaitingSince *time.Time
 	// RefusedNodes are the nodes where the API server recently refused to
 	// bind a member of this gang (an admission webhook or policy on
 	// pods/binding, say): no member is placed there until the refusal

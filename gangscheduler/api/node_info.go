@@ -25,7 +25,7 @@ type NodeInfo struct {
 	// (its Scalars map) with the snapshots before and after them.
 	Allocatable Resource
 	Used        Resource
-	// Idle changes only through AddTask and RemoveTask: it starts out
+	// Idle changes only through AddTask, RemoveTask and Hold: it starts out
 	// sharing Allocatable's Scalars, and they give it its own copy before
 	// the first change to a scalar. Copying a map per GPU node per cycle
 	// was most of what building a snapshot of an idle cluster cost.
@@ -35,12 +35,18 @@ type NodeInfo struct {
 	// are none (most nodes of a snapshot need no map).
 	Tasks map[TaskID]*TaskInfo
 
+	// HeldFor is the gang that holds the node (Hold), "" if none.
+	HeldFor JobID
+	// held is what the hold took of Idle.
+	held Resource
+
 	ports     hostPortSet
 	idleOwned bool
 	// touched, if not nil, is where the node's index goes when it takes
-	// its first task: the snapshot's list of the nodes to make over when
-	// it is reused (nodeArena).
+	// its first task or a hold: the snapshot's list of the nodes to make
+	// over when it is reused (nodeArena); listed says it is there.
 	touched *[]int
+	listed  bool
 }
 
 // NewNodeInfo returns an empty node: all of status.allocatable is idle. As in
@@ -67,9 +73,7 @@ func (n *NodeInfo) AddTask(t *TaskInfo) error {
 	}
 	if n.Tasks == nil {
 		n.Tasks = map[TaskID]*TaskInfo{}
-		if n.touched != nil {
-			*n.touched = append(*n.touched, n.Index)
-		}
+		n.touch()
 	}
 	n.Tasks[t.UID] = t
 	n.Used.Add(&t.Resreq)
@@ -94,6 +98,41 @@ func (n *NodeInfo) RemoveTask(t *TaskInfo) error {
 		n.ports.remove(p)
 	}
 	return nil
+}
+
+// Hold gives what is idle on the node to job, for the rest of the
+// session: Idle keeps only its pod slots, so that no task that requests
+// a resource fits any more, while one that requests none still does (it
+// takes nothing the holder waits for). A node holds for one job; a second
+// Hold does nothing. The snapshot makes the node over before its next
+// session, as for a node that took a task.
+func (n *NodeInfo) Hold(job JobID) {
+	if n.HeldFor != "" {
+		return
+	}
+	n.HeldFor = job
+	n.touch()
+	n.ownIdleScalars(&n.Idle)
+	n.held = n.Idle.Clone()
+	n.held.Pods = 0
+	n.Idle.Sub(&n.held)
+}
+
+// Unhold gives back what Hold took.
+func (n *NodeInfo) Unhold() {
+	if n.HeldFor == "" {
+		return
+	}
+	n.Idle.Add(&n.held)
+	n.HeldFor, n.held = "", Resource{}
+}
+
+// touch lists the node among the snapshot's changed nodes, once.
+func (n *NodeInfo) touch() {
+	if n.touched != nil && !n.listed {
+		*n.touched = append(*n.touched, n.Index)
+		n.listed = true
+	}
 }
 
 // ownIdleScalars gives Idle its own Scalars map before a change by r

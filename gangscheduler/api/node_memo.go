@@ -203,8 +203,9 @@ type nodeArena struct {
 	infos  []NodeInfo
 	list   []*NodeInfo
 	byName map[string]*NodeInfo
-	// touched are the indexes of the nodes that took a task (AddTask is
-	// the only change a session makes to a node): those to make over.
+	// touched are the indexes of the nodes that took a task or a hold
+	// (AddTask and Hold are the only changes a session makes to a node):
+	// those to make over.
 	touched []int
 }
 
@@ -238,7 +239,7 @@ func (m *NodeMemo) arena(sorted []*nodeEntry) *nodeArena {
 	}
 	if marked {
 		for i, e := range sorted {
-			if ni := &a.infos[i]; ni.Tasks != nil || ni.Node != e.node {
+			if ni := &a.infos[i]; ni.Tasks != nil || ni.HeldFor != "" || ni.Node != e.node {
 				ni.init(e.node, e.alloc, i, &a.touched)
 			}
 		}

@@ -281,3 +281,42 @@ func TestNodesByLabel(t *testing.T) {
 		t.Errorf("pool=gpu at %v after a was deleted, want [0 1]", got)
 	}
 }
+
+// A hold leaves a node only its pod slots, once; the next snapshot that
+// reuses the node has it empty and unheld again, and lists it among the
+// nodes taken once.
+func TestNodeHoldIsMadeOver(t *testing.T) {
+	a, b := st.MakeNode("a").Capacity("8", "8Gi", 4).Obj(), st.MakeNode("b").Capacity("8", "8Gi", 4).Obj()
+	snap := memoSnapshots(t)
+	first := snap(a, b)
+	na := first.Nodes["a"]
+	if err := na.AddTask(api.NewTaskInfo("", st.MakePod("ns", "p").Req("2", "1Gi").GPU(1).Obj())); err != nil {
+		t.Fatal(err)
+	}
+	na.Hold("ns/big")
+	na.Hold("ns/other")
+	if na.HeldFor != "ns/big" || na.Idle.MilliCPU != 0 || na.Idle.Memory != 0 || na.Idle.Scalar(st.GPU) != 0 || na.Idle.Pods != na.Allocatable.Pods-1 {
+		t.Errorf("held node a: held for %q, idle %v; want ns/big, only pod slots", na.HeldFor, na.Idle)
+	}
+	if na.Allocatable.Scalar(st.GPU) != 4 {
+		t.Errorf("the hold changed the shared allocatable: %v", na.Allocatable)
+	}
+	na.Unhold()
+	if na.HeldFor != "" || na.Idle.Scalar(st.GPU) != 3 || na.Idle.MilliCPU != 6000 {
+		t.Errorf("unheld node a: held for %q, idle %v; want 3 GPUs and 6 CPUs idle", na.HeldFor, na.Idle)
+	}
+	na.Hold("ns/big")
+	nb := first.Nodes["b"]
+	nb.Hold("ns/big") // a node that took no task
+	if taken := first.NodesTaken(); len(taken) != 2 {
+		t.Errorf("nodes taken = %d, want a and b once each", len(taken))
+	}
+	first.Release()
+
+	second := snap(a, b)
+	for _, n := range []*api.NodeInfo{second.Nodes["a"], second.Nodes["b"]} {
+		if n.HeldFor != "" || n.Idle.Scalar(st.GPU) != 4 || n.Idle.MilliCPU != 8000 {
+			t.Errorf("reused node %s not made over: held for %q, idle %v", n.Name, n.HeldFor, n.Idle)
+		}
+	}
+}

@@ -332,6 +332,52 @@ var _ = Describe("troupe-scheduler", Serial, func() {
 		}).Should(Succeed())
 	})
 
+	It("holds the nodes a waiting gang lacks from a younger gang, which binds nothing there, until the waiting gang binds", func() {
+		gpuA, gpuB := nodeName("gpu-a"), nodeName("gpu-b")
+		nodes(testutil.MakeNode(gpuA).Capacity("16", "64Gi").GPU(4).Obj(), testutil.MakeNode(gpuB).Capacity("16", "64Gi").GPU(4).Obj())
+		create(testutil.MakeGangPod("theirs", ns).SchedulerName("other-scheduler").NodeName(gpuA).GPU(2).Obj())
+		create(testutil.MakePodGroup("big", ns).MinMember(2).Obj())
+		create(gangPods("big", "Worker", 2, func(b *testutil.GangPodBuilder) { b.GPU(4) })...)
+		config := filepath.Join(GinkgoT().TempDir(), "scheduler.yaml")
+		Expect(os.WriteFile(config, []byte(`actions: [allocate]
+plugins:
+- name: priority
+- name: gang
+- name: predicates
+- name: nodeorder
+- name: reservation
+  arguments: {after: 0s}
+`), 0o600)).To(Succeed())
+		start([]string{"--config=" + config})
+
+		unschedulable := func(g Gomega, group string) string {
+			c := meta.FindStatusCondition(getPodGroup(g, group).Status.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
+			g.ExpectWithOffset(1, c).NotTo(BeNil())
+			g.ExpectWithOffset(1, c.Status).To(Equal(metav1.ConditionTrue))
+			return c.Message
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(unschedulable(g, "big")).To(ContainSubstring("it holds 2 nodes (%s, %s) from younger or lower-priority gangs until it fits", gpuA, gpuB))
+		}).Should(Succeed())
+
+		By("a younger gang that fits either node binds on neither")
+		create(testutil.MakePodGroup("small", ns).MinMember(1).Obj())
+		create(testutil.MakeGangPod("small-0", ns).Group("small").Role("Worker").GPU(2).Obj())
+		Eventually(func(g Gomega) {
+			g.Expect(unschedulable(g, "small")).To(ContainSubstring("2 node(s) held for a gang that waits longer"))
+		}).Should(Succeed())
+		waitCycles(3)
+		Expect(placement(Default)).To(HaveKeyWithValue("small-0", ""))
+
+		By("the other scheduler's pod ends: the waiting gang binds on both nodes")
+		Expect(suite.Client.Delete(ctx, getPod(Default, "theirs"), client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := placement(g)
+			g.Expect([]string{got["worker-0"], got["worker-1"]}).To(ConsistOf(gpuA, gpuB))
+		}).Should(Succeed())
+		Expect(placement(Default)).To(HaveKeyWithValue("small-0", ""), "the cluster is full: the younger gang waits")
+	})
+
 	It("marks a gang not placed within scheduleTimeoutSeconds, and keeps trying", func() {
 		nodes(testutil.MakeNode(nodeName("a")).Capacity("2", "8Gi").Obj())
 		create(testutil.MakePodGroup("pg", ns).MinMember(2).ScheduleTimeout(1).Obj())

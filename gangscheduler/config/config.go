@@ -70,7 +70,9 @@ func NoArguments(newPlugin func() framework.Plugin) PluginFactory {
 // WithArguments registers a plugin whose New takes a Config struct C. The
 // arguments decode into C with encoding/json rules (field names match
 // case-insensitively, so gpuResources sets GPUResources) and unknown
-// fields are errors, so a misspelt argument cannot be silently ignored.
+// fields are errors, so a misspelt argument cannot be silently ignored. A
+// C with a Validate method is validated too, so that a value out of range
+// is refused as an unknown field is.
 func WithArguments[C any](newPlugin func(C) framework.Plugin) PluginFactory {
 	return func(args json.RawMessage) (framework.Plugin, error) {
 		var cfg C
@@ -79,6 +81,11 @@ func WithArguments[C any](newPlugin func(C) framework.Plugin) PluginFactory {
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&cfg); err != nil {
 				return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "json: "))
+			}
+		}
+		if v, ok := any(cfg).(interface{ Validate() error }); ok {
+			if err := v.Validate(); err != nil {
+				return nil, err
 			}
 		}
 		return newPlugin(cfg), nil

@@ -23,7 +23,7 @@ func TestParse(t *testing.T) {
 			name:        "empty file is the default",
 			yaml:        "",
 			wantActions: []string{"enqueue", "allocate", "backfill"},
-			wantPlugins: []string{"priority", "gang", "predicates", "interpodaffinity", "podtopologyspread", "volumes", "nodeorder", "proportion", "drf"},
+			wantPlugins: []string{"priority", "gang", "predicates", "interpodaffinity", "podtopologyspread", "volumes", "nodeorder", "proportion", "drf", "reservation"},
 		},
 		{
 			name:        "plugins only: actions default",
@@ -54,7 +54,7 @@ plugins:
 			name:        "preempt is known, though not a default",
 			yaml:        "actions: [enqueue, preempt, allocate, backfill]\n",
 			wantActions: []string{"enqueue", "preempt", "allocate", "backfill"},
-			wantPlugins: []string{"priority", "gang", "predicates", "interpodaffinity", "podtopologyspread", "volumes", "nodeorder", "proportion", "drf"},
+			wantPlugins: []string{"priority", "gang", "predicates", "interpodaffinity", "podtopologyspread", "volumes", "nodeorder", "proportion", "drf", "reservation"},
 		},
 		{
 			name:    "misspelt action names the index and the known ones",
@@ -74,7 +74,7 @@ plugins:
 		{
 			name:    "unknown plugin",
 			yaml:    "plugins:\n- name: gang\n- name: binpack\n",
-			wantErr: []string{`plugins[1].name: unknown plugin "binpack"; known: drf, gang, interpodaffinity, nodeorder, podtopologyspread, predicates, priority, proportion, volumes`},
+			wantErr: []string{`plugins[1].name: unknown plugin "binpack"; known: drf, gang, interpodaffinity, nodeorder, podtopologyspread, predicates, priority, proportion, reservation, volumes`},
 		},
 		{
 			name: "gang and predicates are required, each with why",
@@ -103,6 +103,17 @@ plugins:
 			name:    "argument of the wrong type",
 			yaml:    "plugins:\n- name: nodeorder\n  arguments: {gpuResources: nvidia.com/gpu}\n",
 			wantErr: []string{"plugins[0].arguments (nodeorder)", "cannot unmarshal string"},
+		},
+		{
+			name: "arguments out of range, each named",
+			yaml: "plugins:\n- name: gang\n- name: predicates\n- name: reservation\n  arguments: {after: -1s, gangs: 0}\n",
+			wantErr: []string{"plugins[2].arguments (reservation)", "after: must not be negative, got -1s",
+				"gangs: must be at least 1, got 0 (leave the plugin out to hold for none)"},
+		},
+		{
+			name:    "a duration that is none",
+			yaml:    "plugins:\n- name: reservation\n  arguments: {after: 5 seconds}\n",
+			wantErr: []string{"plugins[0].arguments (reservation)", "time: unknown unit"},
 		},
 		{
 			name:    "arguments to a plugin that takes none",

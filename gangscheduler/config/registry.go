@@ -11,6 +11,7 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/predicates"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/priority"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/proportion"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/reservation"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/volumes"
 )
 
@@ -43,6 +44,7 @@ var Plugins = map[string]PluginFactory{
 	volumes.Name:           NoArguments(volumes.New),
 	proportion.Name:        WithArguments(proportion.New),
 	drf.Name:               WithArguments(drf.New),
+	reservation.Name:       WithArguments(reservation.New),
 }
 
 // RequiredPlugins must be in every configuration, with why: without them

@@ -26,6 +26,7 @@ type Session struct {
 	queueOrders       []QueueOrderFn
 	jobReady          []JobReadyFn
 	jobValid          []JobValidFn
+	holdFns           []HoldFn
 
 	cache predicateCache
 	// indexes answer BestNode per class signature (best_index.go);
@@ -45,6 +46,8 @@ type Session struct {
 	admitted      map[api.JobID]bool
 	partial       map[api.JobID]PartialGang
 	topology      map[api.JobID]TopologyOutcome
+	// holds are the nodes each job holds (Hold).
+	holds map[api.JobID][]string
 	// honoured maps the pod features plugins honour to the plugin (Honour).
 	honoured map[api.PodFeature]string
 
@@ -370,7 +373,7 @@ func (ssn *Session) Diagnose(task *api.TaskInfo) FitSummary {
 		if s := ssn.PredicateWithClass(cls, task, n); s.Fit {
 			f.Fit++
 		} else {
-			f.Reasons[s]++
+			f.Reasons[heldFrom(task, n, s)]++
 		}
 	}
 	return f

@@ -12,6 +12,7 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/predicates"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/priority"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/proportion"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/reservation"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins/volumes"
 )
 
@@ -46,5 +47,6 @@ func WithQueueShare() []framework.Plugin {
 	return append(Default(),
 		proportion.New(proportion.Config{}),
 		drf.New(drf.Config{}),
+		reservation.New(reservation.Config{}),
 	)
 }

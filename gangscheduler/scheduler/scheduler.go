@@ -194,8 +194,9 @@ func (s *Scheduler) decisionActions() []framework.Action {
 }
 
 // stamp gives the snapshot what the cycle knows beyond the informers:
-// the time of the decision, when each gang was first seen partial (from
-// what this scheduler last wrote, which the informer may not show yet),
+// the time of the decision, when each gang was first seen partial and
+// when its attempt to be placed began (from what this scheduler last
+// wrote, which the informer may not show yet),
 // and the nodes that refused each gang's binds. The session is then a
 // function of the snapshot alone.
 func (s *Scheduler) stamp(state *cache.State, now time.Time) {
@@ -203,7 +204,11 @@ func (s *Scheduler) stamp(state *cache.State, now time.Time) {
 	snap.Now = now
 	for id, job := range snap.Jobs {
 		if pg := state.PodGroups[id]; pg != nil {
-			job.PartialSince = status.PartialSince(s.status.OldPodGroupStatus(pg))
+			old := s.status.OldPodGroupStatus(pg)
+			job.PartialSince = status.PartialSince(old)
+			if t := old.ScheduleStartTime; t != nil {
+				job.WaitingSince = &t.Time
+			}
 		}
 	}
 	s.refusals.apply(snap.Jobs, now)
@@ -230,8 +235,10 @@ type decision struct {
 	topology  map[api.JobID]framework.TopologyOutcome
 	// diagnoses explain, per role, the resource findings.
 	diagnoses map[api.JobID]string
-	admitted  map[api.JobID]bool
-	stats     framework.Stats
+	// holds are the nodes each waiting gang held (framework.Session.Hold).
+	holds    map[api.JobID][]string
+	admitted map[api.JobID]bool
+	stats    framework.Stats
 }
 
 // Decision is what a session over a snapshot decides, before anything
@@ -245,6 +252,9 @@ type Decision struct {
 	// Unschedulable condition then says instead.
 	Findings  map[api.JobID]framework.Unschedulable
 	Diagnoses map[api.JobID]string
+	// Holds are the nodes each waiting gang holds from the gangs after it
+	// (the reservation plugin).
+	Holds map[api.JobID][]string
 }
 
 // Decide runs a session over snap with the plugins and actions, as a
@@ -252,7 +262,7 @@ type Decision struct {
 // snap and nothing else.
 func Decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Action) Decision {
 	d := decide(snap, plugins, acts, nil)
-	return Decision{Bindings: d.bindings, Evictions: d.evictions, Findings: d.findings, Diagnoses: d.diagnoses}
+	return Decision{Bindings: d.bindings, Evictions: d.evictions, Findings: d.findings, Diagnoses: d.diagnoses, Holds: d.holds}
 }
 
 // decide runs a session over snap: a pure function of the snapshot (it
@@ -272,8 +282,11 @@ func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Act
 		partial:   ssn.PartialGangs(),
 		topology:  ssn.TopologyOutcomes(),
 		diagnoses: map[api.JobID]string{},
+		holds:     ssn.Holds(),
 		admitted:  map[api.JobID]bool{},
 	}
+	// A holder's diagnosis counts what it holds as room.
+	ssn.ReleaseHolds()
 	// Diagnose answers alike for gangs of one shape (the session no longer
 	// changes), so a backlog of such gangs costs one diagnosis.
 	// Sorted, so that which gang of a shape is diagnosed, and so the
@@ -457,6 +470,7 @@ func (s *Scheduler) writeStatus(ctx context.Context, state *cache.State, d decis
 			Job:       job,
 			Admitted:  d.admitted[id],
 			Diagnosis: d.diagnoses[id],
+			Holds:     d.holds[id],
 		}
 		if f, ok := d.findings[id]; ok {
 			g.Unschedulable = &f

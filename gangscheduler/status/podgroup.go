@@ -49,6 +49,10 @@ type Gang struct {
 	// Topology is where the session placed a gang with a topology policy,
 	// nil if it placed none (framework.TopologyOutcome).
 	Topology *framework.TopologyOutcome
+	// Holds are the nodes the gang held from younger or lower-priority
+	// gangs this cycle (framework.Session.Hold); its Unschedulable message
+	// names them.
+	Holds []string
 	// QuietUntil is when a gang that stays unschedulable may next have a
 	// new reason or message written (Writer.UnschedulableWrittenAt plus
 	// the refresh period); zero writes every change at once. See Compute.
@@ -251,6 +255,9 @@ func unschedulable(g Gang, st *schedulingv1alpha1.PodGroupStatus, now time.Time)
 		}
 		reason, message = old.Reason, old.Message
 	}
+	if g.Unschedulable != nil && len(g.Holds) > 0 {
+		message += holdNote(g.Holds)
+	}
 	timeout := g.PodGroup.Spec.ScheduleTimeoutSeconds
 	if timeout != nil && st.ScheduleStartTime != nil && now.Sub(st.ScheduleStartTime.Time) >= time.Duration(*timeout)*time.Second {
 		message = fmt.Sprintf("not scheduled within scheduleTimeoutSeconds (%ds); still trying. %s: %s", *timeout, reason, message)
@@ -269,6 +276,17 @@ func quiet(g Gang, st schedulingv1alpha1.PodGroupStatus, reason string, now time
 		return false
 	}
 	return old.Reason == reason || reason != schedulingv1alpha1.PodGroupReasonScheduleTimeout
+}
+
+// holdNote is what a gang's message says of the nodes it holds.
+func holdNote(nodes []string) string {
+	shown := nodes[:min(len(nodes), 3)]
+	more := ""
+	if len(nodes) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(nodes)-len(shown))
+	}
+	return fmt.Sprintf("; it holds %d nodes (%s%s) from younger or lower-priority gangs until it fits",
+		len(nodes), strings.Join(shown, ", "), more)
 }
 
 // transitions returns the events for condition changes: Scheduled turning

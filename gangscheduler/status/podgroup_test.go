@@ -188,7 +188,7 @@ func TestCompute(t *testing.T) {
 			g: Gang{PodGroup: pgWith(func(pg *schedulingv1alpha1.PodGroup) { pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](30) }),
 				Job: gang(3, pending, pending, pending), Unschedulable: notEnough, Diagnosis: diagnosis, QuietUntil: now.Add(time.Second),
 				Old: waitingFor("NotEnoughResources", diagnosis)},
-			want: waitingFor("ScheduleTimeout", "not scheduled within scheduleTimeoutSeconds (30s); still trying. NotEnoughResources: "+diagnosis),
+			want:       waitingFor("ScheduleTimeout", "not scheduled within scheduleTimeoutSeconds (30s); still trying. NotEnoughResources: "+diagnosis),
 			wantEvents: []string{"Warning/ScheduleTimeout"},
 			wantPodEvt: true,
 		},
@@ -204,6 +204,21 @@ func TestCompute(t *testing.T) {
 				},
 			},
 			wantEvents: []string{"Normal/Scheduled"},
+		},
+		{
+			name: "a gang that holds nodes says which, the first three",
+			g: Gang{PodGroup: pgWith(nil), Job: gang(3, pending, pending, pending), Unschedulable: notEnough, Diagnosis: diagnosis,
+				Holds: []string{"n1", "n2", "n3", "n4"}},
+			want: schedulingv1alpha1.PodGroupStatus{
+				Phase: "Pending", ScheduleStartTime: ago(0),
+				Conditions: []metav1.Condition{
+					{Type: "Scheduled", Status: "False", Reason: "Waiting", Message: "0 of minMember 3 pods bound"},
+					{Type: "Unschedulable", Status: "True", Reason: "NotEnoughResources",
+						Message: diagnosis + "; it holds 4 nodes (n1, n2, n3 and 1 more) from younger or lower-priority gangs until it fits"},
+				},
+			},
+			wantEvents: []string{"Warning/Unschedulable"},
+			wantPodEvt: true,
 		},
 		{
 			name: "without a diagnosis the session's message is kept",

@@ -84,6 +84,9 @@ type Result struct {
 	Outcome framework.TopologyOutcome
 	// Reason and Message say why not, when Stmt is nil.
 	Reason, Message string
+	// QueueShort says it was the queue's share or capability, not the
+	// nodes, that stopped it.
+	QueueShort bool
 }
 
 // attempts bounds the searches of one gang: a placement that finds a
@@ -122,7 +125,7 @@ func Place(ssn *framework.Session, job *api.JobInfo, covered []*api.TaskInfo, ma
 		shares, unmet, err := p.distribute(p.tree.Root, len(p.members))
 		if err != nil {
 			if errors.Is(err, errQueue) {
-				return Result{Reason: ReasonNotEnoughResources, Message: err.Error()}
+				return Result{Reason: ReasonNotEnoughResources, Message: err.Error(), QueueShort: true}
 			}
 			if !anyRequired(pol) {
 				return p.withoutTopology(err)
@@ -145,7 +148,7 @@ func Place(ssn *framework.Session, job *api.JobInfo, covered []*api.TaskInfo, ma
 		mostOnANode := p.mostPerNode(stmt, short)
 		stmt.Discard()
 		if errors.Is(err, errQueue) {
-			return Result{Reason: ReasonNotEnoughResources, Message: err.Error()}
+			return Result{Reason: ReasonNotEnoughResources, Message: err.Error(), QueueShort: true}
 		}
 		lastErr = err
 		p.ceiling[short] = placed // the domain holds no more than that
@@ -347,23 +350,28 @@ func (p *placement) capLevel(d *api.Domain, lv, c int) int {
 // fitCount is how many copies of t fit in n's idle resources (and pod
 // slots), at least one (the predicates said one fits).
 func fitCount(t *api.TaskInfo, n *api.NodeInfo) int {
-	r, idle := &t.Resreq, &n.Idle
-	k := int(idle.Pods)
+	return max(copies(t, &n.Idle), 1)
+}
+
+// copies is how many copies of t's requests (and pod slots) avail holds.
+func copies(t *api.TaskInfo, avail *api.Resource) int {
+	r := &t.Resreq
+	k := int(avail.Pods)
 	if r.Pods > 0 {
-		k = int(idle.Pods / r.Pods)
+		k = int(avail.Pods / r.Pods)
 	}
 	limit := func(want, have int64) {
 		if want > 0 {
 			k = min(k, int(have/want))
 		}
 	}
-	limit(r.MilliCPU, idle.MilliCPU)
-	limit(r.Memory, idle.Memory)
-	limit(r.EphemeralStorage, idle.EphemeralStorage)
+	limit(r.MilliCPU, avail.MilliCPU)
+	limit(r.Memory, avail.Memory)
+	limit(r.EphemeralStorage, avail.EphemeralStorage)
 	for _, s := range t.ScalarRequests {
-		limit(s.Value, idle.Scalar(s.Name))
+		limit(s.Value, avail.Scalar(s.Name))
 	}
-	return max(k, 1)
+	return k
 }
 
 // share is a last-level domain and how many members go there.
@@ -883,7 +891,7 @@ func (p *placement) withoutTopology(why error) Result {
 		}
 		if p.mayPlace != nil && !p.mayPlace(t) {
 			stmt.Discard()
-			return Result{Reason: ReasonNotEnoughResources, Message: errQueue.Error()}
+			return Result{Reason: ReasonNotEnoughResources, Message: errQueue.Error(), QueueShort: true}
 		}
 		cls := p.ssn.ClassOf(t)
 		node := p.ssn.BestNode(cls, t)

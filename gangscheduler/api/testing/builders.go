@@ -454,6 +454,12 @@ func (j *JobWrapper) PartialSince(t time.Time) *JobWrapper {
 	return j
 }
 
+// WaitingSince records when the gang's attempt to be placed began.
+func (j *JobWrapper) WaitingSince(t time.Time) *JobWrapper {
+	j.JobInfo.WaitingSince = &t
+	return j
+}
+
 // Obj returns the job.
 func (j *JobWrapper) Obj() *api.JobInfo {
 	job := j.JobInfo

@@ -1,0 +1,95 @@
+package framework
+
+import (
+	"slices"
+
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+)
+
+// ReasonHeld is the fit reason of a node that would have the room but
+// holds it for a gang that waits longer (Hold).
+const ReasonHeld Reason = "node(s) held for a gang that waits longer"
+
+// HoldFn says whether a job that cannot be placed now may hold nodes for
+// the rest of the session (Session.MayHold).
+type HoldFn func(job *api.JobInfo) bool
+
+// AddHoldFn registers a hold rule: a job may hold nodes when every rule
+// agrees, and none does without one.
+func (ssn *Session) AddHoldFn(fn HoldFn) { ssn.holdFns = append(ssn.holdFns, fn) }
+
+// MayHold says whether job, which could not be placed, may hold the nodes
+// it lacks from the jobs after it in this session. Without a hold rule
+// (the reservation plugin) it may not.
+func (ssn *Session) MayHold(job *api.JobInfo) bool {
+	if len(ssn.holdFns) == 0 {
+		return false
+	}
+	for _, fn := range ssn.holdFns {
+		if !fn(job) {
+			return false
+		}
+	}
+	return true
+}
+
+// Hold keeps nodes for job for the rest of the session: what is idle on
+// each is no longer there for any other task (api.NodeInfo.Hold), so the
+// jobs that come after job in the session, which are younger or of lower
+// priority, cannot take the room it waits for. A node held already stays
+// with its holder. Nothing is written anywhere: the next session starts
+// from the snapshot, where the job, if it still waits, comes before the
+// others again and holds again.
+func (ssn *Session) Hold(job *api.JobInfo, nodes []*api.NodeInfo) {
+	for _, n := range nodes {
+		if n.HeldFor != "" {
+			continue
+		}
+		n.Hold(job.UID)
+		ssn.nodeChanged(n)
+		if ssn.holds == nil {
+			ssn.holds = map[api.JobID][]string{}
+		}
+		ssn.holds[job.UID] = append(ssn.holds[job.UID], n.Name)
+	}
+}
+
+// ReleaseHolds gives every held node its idle resources back, for what
+// reads the nodes after the decisions (diagnoses): a holder is not short
+// of what it holds, and a gang kept off a held node is told so by its own
+// finding. Holds keeps listing what was held.
+func (ssn *Session) ReleaseHolds() {
+	for _, names := range ssn.holds {
+		for _, name := range names {
+			if n := ssn.Nodes[name]; n != nil && n.HeldFor != "" {
+				n.Unhold()
+				ssn.nodeChanged(n)
+			}
+		}
+	}
+}
+
+// Holds returns the nodes each job holds in this session, by name, sorted.
+func (ssn *Session) Holds() map[api.JobID][]string {
+	out := make(map[api.JobID][]string, len(ssn.holds))
+	for id, names := range ssn.holds {
+		out[id] = slices.Sorted(slices.Values(names))
+	}
+	return out
+}
+
+// StaticFit says whether task could run on node as far as the predicates
+// that do not read the node's load tell: its selectors, affinity to
+// nodes, taints. A node where it does could take it once enough is idle.
+func (ssn *Session) StaticFit(cls *Class, task *api.TaskInfo, node *api.NodeInfo) bool {
+	return ssn.staticStatus(cls, task, node).Fit
+}
+
+// heldFrom turns a status of a node that task does not fit because the
+// node is held for another job into ReasonHeld, for diagnoses.
+func heldFrom(task *api.TaskInfo, node *api.NodeInfo, s Status) Status {
+	if !s.Fit && s.Reason == ReasonInsufficient && node.HeldFor != "" && node.HeldFor != task.Job {
+		return Unfit(ReasonHeld)
+	}
+	return s
+}
