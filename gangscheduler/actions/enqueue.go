@@ -5,6 +5,7 @@ import (
 
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
+	"github.com/troupe-ml/troupe/gangscheduler/topology"
 )
 
 // ReasonNotEnoughPods is the PodGroup API's reason for a gang with fewer
@@ -44,6 +45,13 @@ const ReasonNotEnoughPods = "NotEnoughPods"
 //
 // A job with some pods but fewer than its minimums is not admitted
 // (NotEnoughPods): its controller is still creating them.
+//
+// A job that fails 3 for want of room on the nodes, but that the session
+// lets hold nodes (framework.Session.MayHold: the reservation plugin; at
+// most HoldLimit such jobs a pass), is admitted all the same, without a
+// trial placement: allocate, which places only admitted jobs, then holds
+// the nodes it lacks in its turn. Otherwise a gang too large for the
+// nodes as they are would never be admitted, and so never hold.
 //
 // Admission reserves nothing beyond this action: the statements of admitted
 // jobs are held until every Pending job has been considered, so that two
@@ -86,6 +94,8 @@ type enqueuePass struct {
 	heldNeeds []api.Resource
 	// podless is what jobs admitted without pods need, in aggregate.
 	podless api.Resource
+	// toHold counts the jobs admitted to hold nodes (admitToHold).
+	toHold int
 	// idle is the nodes' idle resources as aggregateIdle counts them
 	// (before podless), with the held trial placements taken: summed over
 	// every node at the first job without pods, then kept up to date as
@@ -137,6 +147,9 @@ func (p *enqueuePass) consider(job *api.JobInfo) {
 		if node == nil {
 			why := ssn.Diagnose(task).String()
 			stmt.Discard()
+			if p.admitToHold(job, need) {
+				return
+			}
 			refuse(task, fmt.Sprintf("the gang's %d pods do not fit node by node: ", len(tasks)), why)
 			return
 		}
@@ -169,6 +182,9 @@ func (p *enqueuePass) considerTopology(job *api.JobInfo, tasks []*api.TaskInfo, 
 	ssn := p.ssn
 	pl := placeWithTopology(ssn, nil, job, tasks)
 	if pl.stmt == nil {
+		if pl.reason != topology.ReasonTopologyNotFound && p.admitToHold(job, need) {
+			return
+		}
 		ssn.RecordUnschedulable(job.UID, pl.reason, pl.message)
 		return
 	}
@@ -178,6 +194,19 @@ func (p *enqueuePass) considerTopology(job *api.JobInfo, tasks []*api.TaskInfo, 
 		return
 	}
 	p.admit(job, pl.stmt, need)
+}
+
+// admitToHold admits job, which does not fit the nodes as they are, if
+// the session lets it hold nodes and fewer than the session's hold limit
+// were admitted so in this pass. Its queue's budget counts it at once.
+func (p *enqueuePass) admitToHold(job *api.JobInfo, need api.Resource) bool {
+	if p.toHold >= p.ssn.HoldLimit() || !p.ssn.MayHold(job) {
+		return false
+	}
+	p.toHold++
+	p.ssn.Admit(job)
+	p.ssn.JobEnqueued(job, &need)
+	return true
 }
 
 // considerPodless admits a job without pods on minResources alone.

@@ -179,3 +179,59 @@ func TestAllocateHoldsRandomized(t *testing.T) {
 		t.Errorf("generator too one-sided: %d holds, %d placements", holds, placements)
 	}
 }
+
+// Enqueue admits a gang that does not fit the nodes as they are when it
+// may hold nodes, so that allocate holds them; without the plugin it
+// stays Pending and the younger gang takes the room.
+func TestEnqueueAdmitsAGangToHold(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	n1, used := gpuNode("n1", 4, 2)
+	n2, _ := gpuNode("n2", 4, 0)
+	c := cluster{nodes: []*corev1.Node{n1, n2}, now: now,
+		pods: slices.Concat([]*corev1.Pod{used}, gpuGang("big", 2, 4), gpuGang("small", 1, 2)),
+		jobs: []*api.JobInfo{
+			st.MakeJob("ns", "big").MinMember(2).Created(now.Add(-time.Hour)).WaitingSince(now.Add(-time.Minute)).Obj(),
+			st.MakeJob("ns", "small").Created(now.Add(-time.Second)).Obj(),
+		}}
+	tests := []struct {
+		name         string
+		plugins      []framework.Plugin
+		wantHolds    string
+		wantPlaced   []api.JobID
+		wantAdmitted []api.JobID
+	}{{
+		name:         "without the plugin: big is not admitted, small is placed",
+		plugins:      plugins.Default(),
+		wantHolds:    "map[]",
+		wantPlaced:   []api.JobID{"ns/small"},
+		wantAdmitted: []api.JobID{"ns/small"},
+	}, {
+		name:         "with it: big is admitted and holds both nodes, small is admitted and waits",
+		plugins:      append(plugins.Default(), reservation.New(reservation.Config{})),
+		wantHolds:    "map[ns/big:[n1 n2]]",
+		wantAdmitted: []api.JobID{"ns/big", "ns/small"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ssn := run(t, c, tt.plugins, actions.NewEnqueue(), actions.NewAllocate())
+			checkInvariants(t, c, ssn.Bindings())
+			if got := fmt.Sprint(ssn.Holds()); got != tt.wantHolds {
+				t.Errorf("holds = %s, want %s", got, tt.wantHolds)
+			}
+			got := placed(ssn)
+			if len(got) != len(tt.wantPlaced) {
+				t.Errorf("placed %v, want %v", got, tt.wantPlaced)
+			}
+			for _, id := range tt.wantPlaced {
+				if got[id] == nil {
+					t.Errorf("%s not placed: %v", id, ssn.Unschedulable()[id])
+				}
+			}
+			if admitted := ssn.Admitted(); !slices.Equal(sortedIDs(admitted), tt.wantAdmitted) {
+				t.Errorf("admitted %v, want %v", admitted, tt.wantAdmitted)
+			}
+		})
+	}
+}
+
+func sortedIDs(ids []api.JobID) []api.JobID { return slices.Sorted(slices.Values(ids)) }

@@ -10,19 +10,39 @@ import (
 // holds it for a gang that waits longer (Hold).
 const ReasonHeld Reason = "node(s) held for a gang that waits longer"
 
-// HoldFn says whether a job that cannot be placed now may hold nodes for
-// the rest of the session (Session.MayHold).
+// HoldFn says whether a job that cannot be placed now is one that may
+// hold nodes (Session.MayHold).
 type HoldFn func(job *api.JobInfo) bool
 
 // AddHoldFn registers a hold rule: a job may hold nodes when every rule
 // agrees, and none does without one.
 func (ssn *Session) AddHoldFn(fn HoldFn) { ssn.holdFns = append(ssn.holdFns, fn) }
 
+// SetHoldLimit sets the most jobs that hold nodes in the session (1
+// unless set).
+func (ssn *Session) SetHoldLimit(n int) { ssn.holdLimit = n }
+
+// HoldLimit is the most jobs that may hold nodes in the session.
+func (ssn *Session) HoldLimit() int {
+	if ssn.holdLimit < 1 {
+		return 1
+	}
+	return ssn.holdLimit
+}
+
 // MayHold says whether job, which could not be placed, may hold the nodes
-// it lacks from the jobs after it in this session. Without a hold rule
-// (the reservation plugin) it may not.
+// it lacks from the jobs after it in this session: it holds some already,
+// or every hold rule agrees and fewer than HoldLimit jobs hold. Without a
+// hold rule (the reservation plugin) no job may. Asking takes nothing:
+// only Hold counts against the limit.
 func (ssn *Session) MayHold(job *api.JobInfo) bool {
 	if len(ssn.holdFns) == 0 {
+		return false
+	}
+	if _, ok := ssn.holds[job.UID]; ok {
+		return true
+	}
+	if len(ssn.holds) >= ssn.HoldLimit() {
 		return false
 	}
 	for _, fn := range ssn.holdFns {

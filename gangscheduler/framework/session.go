@@ -27,6 +27,7 @@ type Session struct {
 	jobReady          []JobReadyFn
 	jobValid          []JobValidFn
 	holdFns           []HoldFn
+	holdLimit         int
 
 	cache predicateCache
 	// indexes answer BestNode per class signature (best_index.go);

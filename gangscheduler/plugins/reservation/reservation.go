@@ -80,17 +80,8 @@ func New(c Config) framework.Plugin {
 func (plugin) Name() string { return Name }
 
 func (p plugin) OnSessionOpen(ssn *framework.Session) {
-	granted := map[api.JobID]bool{}
-	ssn.AddHoldFn(func(job *api.JobInfo) bool {
-		if granted[job.UID] {
-			return true
-		}
-		if len(granted) >= p.gangs || Waited(job, ssn.Now) < p.after {
-			return false
-		}
-		granted[job.UID] = true
-		return true
-	})
+	ssn.SetHoldLimit(p.gangs)
+	ssn.AddHoldFn(func(job *api.JobInfo) bool { return Waited(job, ssn.Now) >= p.after })
 }
 
 // Waited is how long job has waited to be placed at now: since its

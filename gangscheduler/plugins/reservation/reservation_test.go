@@ -1,10 +1,12 @@
 package reservation_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -40,7 +42,8 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// Which waiting gangs may hold, asked in the session's order.
+// Which waiting gangs may hold, asked in the session's order; each that
+// may holds a node of its own before the next is asked.
 func TestMayHold(t *testing.T) {
 	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	waited := func(name string, d time.Duration) *api.JobInfo {
@@ -53,7 +56,7 @@ func TestMayHold(t *testing.T) {
 		asked []*api.JobInfo
 		want  []bool
 	}{{
-		name:  "by default: waited 5s or more, one gang",
+		name:  "by default: waited 5s or more, one gang; the holder may go on holding",
 		asked: []*api.JobInfo{waited("a", 4*time.Second), waited("b", 5*time.Second), waited("c", time.Minute), waited("b", 5*time.Second)},
 		want:  []bool{false, true, false, true},
 	}, {
@@ -73,12 +76,20 @@ func TestMayHold(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := st.MustSnapshot(nil, nil, nil)
+			var nodes []*corev1.Node
+			for i := range tt.asked {
+				nodes = append(nodes, st.MakeNode(fmt.Sprintf("n%d", i)).Capacity("8", "8Gi", 0).Obj())
+			}
+			snap := st.MustSnapshot(nodes, nil, nil)
 			snap.Now = now
 			ssn := framework.OpenSession(snap, reservation.New(tt.cfg))
 			for i, job := range tt.asked {
-				if got := ssn.MayHold(job); got != tt.want[i] {
+				got := ssn.MayHold(job)
+				if got != tt.want[i] {
 					t.Errorf("MayHold(%s) #%d = %v, want %v", job.UID, i, got, tt.want[i])
+				}
+				if got {
+					ssn.Hold(job, []*api.NodeInfo{ssn.NodeList[i]})
 				}
 			}
 		})
