@@ -212,6 +212,9 @@ type scope struct {
 	// gangRestart is the job's whole-gang restart policy, nil when its
 	// members restart one by one.
 	gangRestart *gangRestarts
+	// createdPods and createdServices are what the pass created, for its
+	// one event of each (announceCreated).
+	createdPods, createdServices []string
 }
 
 func (s *scope) status() *kubeflowv1.JobStatus { return s.job.GetJobStatus() }

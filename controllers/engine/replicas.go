@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -90,6 +91,7 @@ func OrderedReplicaTypes(fw Framework, job Job) []kubeflowv1.ReplicaType {
 // reconcileReplicas creates missing pods and services, removes those beyond
 // the desired replicas, and applies the restart policy to failed pods.
 func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (replicaPass, error) {
+	defer r.announceCreated(s)
 	pass := replicaPass{replicas: Replicas{}}
 	podsByName := map[string]*corev1.Pod{}
 	for _, p := range s.pods {
@@ -233,7 +235,7 @@ func (r *Reconciler) createPod(ctx context.Context, s *scope, rtype kubeflowv1.R
 		r.event(s.job, corev1.EventTypeWarning, "FailedCreatePod", fmt.Sprintf("Error creating pod %s: %v", pod.Name, err))
 		return fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
-	r.event(s.job, corev1.EventTypeNormal, "SuccessfulCreatePod", "Created pod: "+pod.Name)
+	s.createdPods = append(s.createdPods, pod.Name)
 	return nil
 }
 
@@ -263,8 +265,28 @@ func (r *Reconciler) createService(ctx context.Context, s *scope, rtype kubeflow
 		r.event(s.job, corev1.EventTypeWarning, "FailedCreateService", fmt.Sprintf("Error creating service %s: %v", svc.Name, err))
 		return fmt.Errorf("create service %s: %w", svc.Name, err)
 	}
-	r.event(s.job, corev1.EventTypeNormal, "SuccessfulCreateService", "Created service: "+svc.Name)
+	s.createdServices = append(s.createdServices, svc.Name)
 	return nil
+}
+
+// announceCreated records one event for the pods the pass created and one
+// for its services, each naming them all. An event per object would be a
+// write per object, and the event recorder folds events of one reason on
+// one job into a series that keeps only the first one's note: the names
+// after it would be lost anyway.
+func (r *Reconciler) announceCreated(s *scope) {
+	announce := func(reason, kind string, names []string) {
+		switch len(names) {
+		case 0:
+		case 1:
+			r.event(s.job, corev1.EventTypeNormal, reason, fmt.Sprintf("Created %s: %s", kind, names[0]))
+		default:
+			r.event(s.job, corev1.EventTypeNormal, reason, fmt.Sprintf("Created %d %ss: %s", len(names), kind, strings.Join(names, ", ")))
+		}
+	}
+	announce("SuccessfulCreatePod", "pod", s.createdPods)
+	announce("SuccessfulCreateService", "service", s.createdServices)
+	s.createdPods, s.createdServices = nil, nil
 }
 
 // deletePod deletes exactly the pod the pass saw (UID precondition), so a

@@ -159,6 +159,21 @@ var _ = Describe("PyTorchJob", func() {
 			}
 		}).Should(Succeed())
 
+		By("one event of each kind names every pod and service the pass created")
+		Eventually(func(g Gomega) {
+			var events corev1.EventList
+			g.Expect(suite.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+			notes := map[string][]string{}
+			for _, e := range events.Items {
+				if e.InvolvedObject.Name == "pytorch-simple" {
+					notes[e.Reason] = append(notes[e.Reason], e.Message)
+				}
+			}
+			names := "pytorch-simple-master-0, pytorch-simple-worker-0, pytorch-simple-worker-1"
+			g.Expect(notes["SuccessfulCreatePod"]).To(Equal([]string{"Created 3 pods: " + names}))
+			g.Expect(notes["SuccessfulCreateService"]).To(Equal([]string{"Created 3 services: " + names}))
+		}).Should(Succeed())
+
 		masterPod, w1 := pods[0], pods[2]
 		Expect(w1.Labels).To(Equal(map[string]string{
 			kubeflowv1.OperatorNameLabel: pytorch.ControllerName,
