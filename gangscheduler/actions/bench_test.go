@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/troupe-ml/troupe/gangscheduler/actions"
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins/reservation"
 )
 
 // benchCluster is the design's benchmark workload: a fifth of the nodes
@@ -191,5 +193,45 @@ func BenchmarkEnqueueBacklog(b *testing.B) {
 			b.ReportMetric(float64(stats.PredicateEvaluations), "predicate-evals/op")
 			b.ReportMetric(float64(stats.DynamicChecks), "dynamic-checks/op")
 		})
+	}
+}
+
+// BenchmarkAllocateHold times one allocate session in which a gang of 64
+// whole-GPU-node workers does not fit (every GPU node has a GPU taken) and
+// holds the nodes it lacks (reservation, after 0), against the same
+// session without the plugin: what finding the nodes to hold costs, per
+// node of the cluster.
+//
+//	go test -run=NONE -bench=AllocateHold -benchtime=20x ./gangscheduler/actions/
+func BenchmarkAllocateHold(b *testing.B) {
+	for _, nodes := range []int{1000, 5000} {
+		var c cluster
+		for i := range nodes {
+			name := fmt.Sprintf("gpu-%05d", i)
+			c.nodes = append(c.nodes, st.MakeNode(name).Capacity("64", "512Gi", 8).Obj())
+			c.pods = append(c.pods, st.MakePod("other", "used-"+name).GPU(1).Node(name).Phase(corev1.PodRunning).Obj())
+		}
+		c.jobs = append(c.jobs, st.MakeJob("ns", "big").MinMember(64).Obj())
+		c.pods = append(c.pods, gpuGang("big", 64, 8)...)
+		for _, hold := range []bool{false, true} {
+			plugs := plugins.Default()
+			if hold {
+				plugs = append(plugs, reservation.New(reservation.Config{After: &metav1.Duration{}}))
+			}
+			b.Run(fmt.Sprintf("nodes=%d/hold=%v", nodes, hold), func(b *testing.B) {
+				for range b.N {
+					b.StopTimer()
+					snap := st.MustSnapshot(c.nodes, c.pods, copyJobs(c.jobs, false))
+					b.StartTimer()
+					ssn := framework.OpenSession(snap, plugs...)
+					ssn.Run(actions.NewAllocate())
+					b.StopTimer()
+					if held := len(ssn.Holds()["ns/big"]); hold != (held == 64) || len(ssn.Bindings()) != 0 {
+						b.Fatalf("held %d nodes, bound %d pods: %v", held, len(ssn.Bindings()), ssn.Unschedulable())
+					}
+					b.StartTimer()
+				}
+			})
+		}
 	}
 }

@@ -1,7 +1,7 @@
 package actions
 
 import (
-	"math"
+	"container/heap"
 
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
@@ -53,37 +53,73 @@ func hold(ssn *framework.Session, job *api.JobInfo, tasks []*api.TaskInfo) {
 // fall shortest of its request (the largest fraction missing in any
 // resource); ties go to the first in node order. A task no node could
 // ever take gets none.
+//
+// Tasks of one class with one request (a gang's workers) share one heap
+// of the candidate nodes by shortfall, which each pick updates for its
+// node alone: a gang of t such tasks on n nodes costs n + t log n, not
+// t x n.
 func nearestNodes(ssn *framework.Session, job *api.JobInfo, tasks []*api.TaskInfo) []*api.NodeInfo {
 	left := map[int]api.Resource{}
+	idleOf := func(n *api.NodeInfo) api.Resource {
+		if idle, ok := left[n.Index]; ok {
+			return idle
+		}
+		return n.Idle
+	}
 	var out []*api.NodeInfo
-	for _, t := range tasks {
-		cls := ssn.ClassOf(t)
-		var best *api.NodeInfo
-		bestShort := math.Inf(1)
+	for i := 0; i < len(tasks); {
+		t, cls := tasks[i], ssn.ClassOf(tasks[i])
+		j := i + 1
+		for j < len(tasks) && ssn.ClassOf(tasks[j]) == cls && tasks[j].Resreq.Equal(&t.Resreq) {
+			j++
+		}
+		h := &byShortfall{}
 		for _, n := range ssn.CandidateNodes(cls, t) {
 			if (n.HeldFor != "" && n.HeldFor != job.UID) || !t.Resreq.LessEqual(&n.Allocatable) || !ssn.StaticFit(cls, t, n) {
 				continue
 			}
-			idle, ok := left[n.Index]
+			idle := idleOf(n)
+			h.items = append(h.items, candidate{node: n, short: shortfall(&t.Resreq, &idle)})
+		}
+		heap.Init(h)
+		for ; i < j && h.Len() > 0; i++ {
+			best := h.items[0].node
+			idle, ok := left[best.Index]
 			if !ok {
-				idle = n.Idle
+				idle = best.Idle.Clone()
+				out = append(out, best)
 			}
-			if s := shortfall(&t.Resreq, &idle); best == nil || s < bestShort {
-				best, bestShort = n, s
-			}
+			idle.Sub(&t.Resreq)
+			left[best.Index] = idle
+			h.items[0].short = shortfall(&t.Resreq, &idle)
+			heap.Fix(h, 0)
 		}
-		if best == nil {
-			continue
-		}
-		idle, ok := left[best.Index]
-		if !ok {
-			idle = best.Idle.Clone()
-			out = append(out, best)
-		}
-		idle.Sub(&t.Resreq)
-		left[best.Index] = idle
+		i = j
 	}
 	return out
+}
+
+// candidate is a node and how far it falls short of a request.
+type candidate struct {
+	node  *api.NodeInfo
+	short float64
+}
+
+// byShortfall is a min-heap of candidates: the smallest shortfall first,
+// then the first in node order.
+type byShortfall struct{ items []candidate }
+
+func (h *byShortfall) Len() int { return len(h.items) }
+func (h *byShortfall) Less(a, b int) bool {
+	x, y := h.items[a], h.items[b]
+	return x.short < y.short || (x.short == y.short && x.node.Index < y.node.Index)
+}
+func (h *byShortfall) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
+func (h *byShortfall) Push(x any)    { h.items = append(h.items, x.(candidate)) }
+func (h *byShortfall) Pop() any {
+	last := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return last
 }
 
 // shortfall is the largest fraction of a request that avail lacks, in any
