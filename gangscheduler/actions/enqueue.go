@@ -147,7 +147,7 @@ func (p *enqueuePass) consider(job *api.JobInfo) {
 		if node == nil {
 			why := ssn.Diagnose(task).String()
 			stmt.Discard()
-			if p.admitToHold(job, need) {
+			if p.admitToHold(job, tasks, need) {
 				return
 			}
 			refuse(task, fmt.Sprintf("the gang's %d pods do not fit node by node: ", len(tasks)), why)
@@ -182,7 +182,7 @@ func (p *enqueuePass) considerTopology(job *api.JobInfo, tasks []*api.TaskInfo, 
 	ssn := p.ssn
 	pl := placeWithTopology(ssn, nil, job, tasks)
 	if pl.stmt == nil {
-		if pl.reason != topology.ReasonTopologyNotFound && p.admitToHold(job, need) {
+		if pl.reason != topology.ReasonTopologyNotFound && p.admitToHold(job, tasks, need) {
 			return
 		}
 		ssn.RecordUnschedulable(job.UID, pl.reason, pl.message)
@@ -197,10 +197,13 @@ func (p *enqueuePass) considerTopology(job *api.JobInfo, tasks []*api.TaskInfo, 
 }
 
 // admitToHold admits job, which does not fit the nodes as they are, if
-// the session lets it hold nodes and fewer than the session's hold limit
-// were admitted so in this pass. Its queue's budget counts it at once.
-func (p *enqueuePass) admitToHold(job *api.JobInfo, need api.Resource) bool {
-	if p.toHold >= p.ssn.HoldLimit() || !p.ssn.MayHold(job) {
+// the session lets it hold nodes, it would have nodes to hold for tasks
+// (so not a gang no node, or no domain, could ever take: that one stays
+// Pending and takes none of its queue's budget), and fewer than the
+// session's hold limit were admitted so in this pass. Its queue's budget
+// counts it at once.
+func (p *enqueuePass) admitToHold(job *api.JobInfo, tasks []*api.TaskInfo, need api.Resource) bool {
+	if p.toHold >= p.ssn.HoldLimit() || !p.ssn.MayHold(job) || len(nodesToHold(p.ssn, job, tasks)) == 0 {
 		return false
 	}
 	p.toHold++

@@ -12,14 +12,18 @@ import (
 // nodes, hold the nodes it lacks from the jobs after it in the session,
 // when the session's hold rules allow it (framework.Session.MayHold: the
 // reservation plugin).
-//
-// The nodes: with a required topology rule, those topology.Nearest picks
-// for the members the policy covers; for the other members (and every
-// member of a gang without such a rule), nearestNodes.
 func hold(ssn *framework.Session, job *api.JobInfo, tasks []*api.TaskInfo) {
-	if !ssn.MayHold(job) {
-		return
+	if ssn.MayHold(job) {
+		ssn.Hold(job, nodesToHold(ssn, job, tasks))
 	}
+}
+
+// nodesToHold are the nodes job would hold for tasks: with a required
+// topology rule, those topology.Nearest picks for the members the policy
+// covers; for the other members (and every member of a gang without such
+// a rule), nearestNodes. None when the gang could not be placed even on
+// empty nodes: holding would keep room from others for nothing.
+func nodesToHold(ssn *framework.Session, job *api.JobInfo, tasks []*api.TaskInfo) []*api.NodeInfo {
 	var nodes []*api.NodeInfo
 	rest := tasks
 	if job.Topology != nil {
@@ -35,15 +39,18 @@ func hold(ssn *framework.Session, job *api.JobInfo, tasks []*api.TaskInfo) {
 		near, ok := topology.Nearest(ssn, job, covered)
 		switch {
 		case ok && len(near) == 0:
-			return // no domain could ever take the members as asked
+			return nil // no domain could ever take the members as asked
 		case ok:
 			nodes = near
 		default:
 			rest = tasks
 		}
 	}
-	nodes = append(nodes, nearestNodes(ssn, job, rest)...)
-	ssn.Hold(job, nodes)
+	others, ok := nearestNodes(ssn, job, rest)
+	if !ok {
+		return nil
+	}
+	return append(nodes, others...)
 }
 
 // nearestNodes picks, for each task in order, the node that comes closest
@@ -51,14 +58,16 @@ func hold(ssn *framework.Session, job *api.JobInfo, tasks []*api.TaskInfo) {
 // whose allocatable holds it, not held for another job, the one whose
 // idle resources, less what the gang's earlier tasks were given there,
 // fall shortest of its request (the largest fraction missing in any
-// resource); ties go to the first in node order. A task no node could
-// ever take gets none.
+// resource); ties go to the first in node order. ok is false when the
+// tasks of one kind outnumber what those nodes could take, empty: the
+// gang could never be placed, and holding would keep room from others
+// for nothing.
 //
 // Tasks of one class with one request (a gang's workers) share one heap
 // of the candidate nodes by shortfall, which each pick updates for its
 // node alone: a gang of t such tasks on n nodes costs n + t log n, not
 // t x n.
-func nearestNodes(ssn *framework.Session, job *api.JobInfo, tasks []*api.TaskInfo) []*api.NodeInfo {
+func nearestNodes(ssn *framework.Session, job *api.JobInfo, tasks []*api.TaskInfo) (_ []*api.NodeInfo, ok bool) {
 	left := map[int]api.Resource{}
 	idleOf := func(n *api.NodeInfo) api.Resource {
 		if idle, ok := left[n.Index]; ok {
@@ -74,15 +83,24 @@ func nearestNodes(ssn *framework.Session, job *api.JobInfo, tasks []*api.TaskInf
 			j++
 		}
 		h := &byShortfall{}
+		room := 0
 		for _, n := range ssn.CandidateNodes(cls, t) {
-			if (n.HeldFor != "" && n.HeldFor != job.UID) || !t.Resreq.LessEqual(&n.Allocatable) || !ssn.StaticFit(cls, t, n) {
+			if n.HeldFor != "" && n.HeldFor != job.UID || !ssn.StaticFit(cls, t, n) {
 				continue
 			}
+			empty := topology.FitsIn(t, &n.Allocatable)
+			if empty == 0 {
+				continue
+			}
+			room += empty
 			idle := idleOf(n)
 			h.items = append(h.items, candidate{node: n, short: shortfall(&t.Resreq, &idle)})
 		}
+		if room < j-i {
+			return nil, false
+		}
 		heap.Init(h)
-		for ; i < j && h.Len() > 0; i++ {
+		for ; i < j; i++ {
 			best := h.items[0].node
 			idle, ok := left[best.Index]
 			if !ok {
@@ -94,9 +112,8 @@ func nearestNodes(ssn *framework.Session, job *api.JobInfo, tasks []*api.TaskInf
 			h.items[0].short = shortfall(&t.Resreq, &idle)
 			heap.Fix(h, 0)
 		}
-		i = j
 	}
-	return out
+	return out, true
 }
 
 // candidate is a node and how far it falls short of a request.

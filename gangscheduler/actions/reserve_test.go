@@ -84,6 +84,14 @@ func TestAllocateHolds(t *testing.T) {
 		wantPlaced: []api.JobID{"ns/small"},
 		wantHolds:  map[api.JobID][]string{},
 	}, {
+		name: "a gang larger than the nodes could ever hold holds nothing: the small one is placed",
+		c: cluster{nodes: []*corev1.Node{n1, n2}, now: now,
+			pods: slices.Concat(twoOfFourUsed, gpuGang("big", 3, 4), gpuGang("small", 1, 2)),
+			jobs: []*api.JobInfo{job("big", 3, 0, time.Minute, nil), job("small", 1, 1, 0, nil)}},
+		plugins:    withReservation(0, 1),
+		wantPlaced: []api.JobID{"ns/small"},
+		wantHolds:  map[api.JobID][]string{},
+	}, {
 		name: "a pod that requests nothing still runs on a held node",
 		c: cluster{nodes: []*corev1.Node{n1, n2}, now: now,
 			pods: slices.Concat(twoOfFourUsed, gpuGang("big", 2, 4), makeGang("small", 1, func(*st.PodWrapper) {})),
@@ -193,28 +201,44 @@ func TestEnqueueAdmitsAGangToHold(t *testing.T) {
 			st.MakeJob("ns", "big").MinMember(2).Created(now.Add(-time.Hour)).WaitingSince(now.Add(-time.Minute)).Obj(),
 			st.MakeJob("ns", "small").Created(now.Add(-time.Second)).Obj(),
 		}}
+	tooBig := c
+	tooBig.pods = slices.Concat([]*corev1.Pod{used}, gpuGang("big", 3, 4), gpuGang("small", 1, 2))
+	tooBig.jobs = []*api.JobInfo{
+		st.MakeJob("ns", "big").MinMember(3).Created(now.Add(-time.Hour)).WaitingSince(now.Add(-time.Minute)).Obj(),
+		st.MakeJob("ns", "small").Created(now.Add(-time.Second)).Obj(),
+	}
 	tests := []struct {
 		name         string
+		c            cluster
 		plugins      []framework.Plugin
 		wantHolds    string
 		wantPlaced   []api.JobID
 		wantAdmitted []api.JobID
 	}{{
 		name:         "without the plugin: big is not admitted, small is placed",
+		c:            c,
 		plugins:      plugins.Default(),
 		wantHolds:    "map[]",
 		wantPlaced:   []api.JobID{"ns/small"},
 		wantAdmitted: []api.JobID{"ns/small"},
 	}, {
 		name:         "with it: big is admitted and holds both nodes, small is admitted and waits",
+		c:            c,
 		plugins:      append(plugins.Default(), reservation.New(reservation.Config{})),
 		wantHolds:    "map[ns/big:[n1 n2]]",
 		wantAdmitted: []api.JobID{"ns/big", "ns/small"},
+	}, {
+		name:         "a gang the nodes could never hold is not admitted: it takes none of its queue's budget",
+		c:            tooBig,
+		plugins:      append(plugins.Default(), reservation.New(reservation.Config{})),
+		wantHolds:    "map[]",
+		wantPlaced:   []api.JobID{"ns/small"},
+		wantAdmitted: []api.JobID{"ns/small"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ssn := run(t, c, tt.plugins, actions.NewEnqueue(), actions.NewAllocate())
-			checkInvariants(t, c, ssn.Bindings())
+			ssn := run(t, tt.c, tt.plugins, actions.NewEnqueue(), actions.NewAllocate())
+			checkInvariants(t, tt.c, ssn.Bindings())
 			if got := fmt.Sprint(ssn.Holds()); got != tt.wantHolds {
 				t.Errorf("holds = %s, want %s", got, tt.wantHolds)
 			}

@@ -67,7 +67,7 @@ func Nearest(ssn *framework.Session, job *api.JobInfo, covered []*api.TaskInfo) 
 		if d == nil || (n.HeldFor != "" && n.HeldFor != job.UID) || !ssn.StaticFit(cls, rep, n) {
 			continue
 		}
-		empty := fitsIn(rep, &n.Allocatable)
+		empty := FitsIn(rep, &n.Allocatable)
 		if empty == 0 {
 			continue
 		}
@@ -109,9 +109,9 @@ func Nearest(ssn *framework.Session, job *api.JobInfo, covered []*api.TaskInfo) 
 	return nodes, true
 }
 
-// fitsIn is how many copies of t fit in avail, 0 if none: fitCount for
-// an empty node.
-func fitsIn(t *api.TaskInfo, avail *api.Resource) int {
+// FitsIn is how many copies of t fit in avail, 0 if none: fitCount for
+// an empty node, given its allocatable.
+func FitsIn(t *api.TaskInfo, avail *api.Resource) int {
 	if !t.Resreq.LessEqual(avail) {
 		return 0
 	}
