@@ -360,6 +360,8 @@ plugins:
 		}
 		Eventually(func(g Gomega) {
 			g.Expect(unschedulable(g, "big")).To(ContainSubstring("it holds 2 nodes (%s, %s) from younger or lower-priority gangs until it fits", gpuA, gpuB))
+			g.Expect(gauge("troupe_scheduler_held_nodes", nil)).To(Equal(2.0))
+			g.Expect(gauge("troupe_scheduler_holding_gangs", nil)).To(Equal(1.0))
 		}).Should(Succeed())
 
 		By("a younger gang that fits either node binds on neither")
@@ -378,6 +380,11 @@ plugins:
 			g.Expect([]string{got["worker-0"], got["worker-1"]}).To(ConsistOf(gpuA, gpuB))
 		}).Should(Succeed())
 		Expect(placement(Default)).To(HaveKeyWithValue("small-0", ""), "the cluster is full: the younger gang waits")
+		By("the younger gang, the one that waits now, holds the one node it lacks")
+		Eventually(func(g Gomega) {
+			g.Expect(unschedulable(g, "small")).To(ContainSubstring("it holds 1 node ("))
+			g.Expect(gauge("troupe_scheduler_held_nodes", nil)).To(Equal(1.0))
+		}).Should(Succeed())
 	})
 
 	It("marks a gang not placed within scheduleTimeoutSeconds, and keeps trying", func() {
@@ -809,19 +816,28 @@ plugins:
 // counter reads a counter of controller-runtime's registry, where the
 // scheduler registers its metrics; labels must match exactly those given.
 func counter(name string, labels map[string]string) float64 {
+	return metric(name, labels).GetCounter().GetValue()
+}
+
+func gauge(name string, labels map[string]string) float64 {
+	return metric(name, labels).GetGauge().GetValue()
+}
+
+// metric is the registry's metric name with labels, nil if none.
+func metric(name string, labels map[string]string) *dto.Metric {
 	families, err := ctrlmetrics.Registry.Gather()
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	ExpectWithOffset(2, err).NotTo(HaveOccurred())
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			if labelsMatch(m, labels) {
-				return m.GetCounter().GetValue()
+				return m
 			}
 		}
 	}
-	return 0
+	return nil
 }
 
 func labelsMatch(m *dto.Metric, want map[string]string) bool {

@@ -115,6 +115,17 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "fenced_cycles_total",
 		Help: "Cycles that committed nothing: this replica had not renewed its leader lease within the renew deadline.",
 	})
+	// HeldNodes is the number of nodes waiting gangs held in the last
+	// cycle (the reservation plugin), and HoldingGangs the gangs that held
+	// them: capacity kept idle for the gangs that wait longest.
+	HeldNodes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "held_nodes",
+		Help: "Nodes held in the last cycle by gangs that waited long enough (the reservation plugin): what is idle on them is kept from younger or lower-priority gangs.",
+	})
+	HoldingGangs = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "holding_gangs",
+		Help: "Gangs that held nodes in the last cycle (the reservation plugin).",
+	})
 	// StatusWrites counts PodGroup and Queue status writes by result.
 	StatusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "status_writes_total",
@@ -123,5 +134,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(CycleDuration, DecisionDuration, SnapshotDuration, DecisionCPU, Cycles, BindDuration, Binds, Gangs, PredicateEvaluations, Preemptions, PartialGangReclaims, StatusWrites, FencedCycles)
+	ctrlmetrics.Registry.MustRegister(CycleDuration, DecisionDuration, SnapshotDuration, DecisionCPU, Cycles, BindDuration, Binds, Gangs, PredicateEvaluations, Preemptions, PartialGangReclaims, StatusWrites, FencedCycles, HeldNodes, HoldingGangs)
 }

@@ -510,6 +510,12 @@ func (s *Scheduler) writeStatus(ctx context.Context, state *cache.State, d decis
 	metrics.Gangs.WithLabelValues(metrics.GangPending).Set(float64(pending))
 	metrics.Gangs.WithLabelValues(metrics.GangScheduled).Set(float64(scheduled))
 	metrics.Gangs.WithLabelValues(metrics.GangPartial).Set(float64(partial))
+	held := 0
+	for _, nodes := range d.holds {
+		held += len(nodes)
+	}
+	metrics.HeldNodes.Set(float64(held))
+	metrics.HoldingGangs.Set(float64(len(d.holds)))
 
 	var qWrites []status.QueueWrite
 	for name, q := range state.Queues {

@@ -285,8 +285,12 @@ func holdNote(nodes []string) string {
 	if len(nodes) > len(shown) {
 		more = fmt.Sprintf(" and %d more", len(nodes)-len(shown))
 	}
-	return fmt.Sprintf("; it holds %d nodes (%s%s) from younger or lower-priority gangs until it fits",
-		len(nodes), strings.Join(shown, ", "), more)
+	noun := "nodes"
+	if len(nodes) == 1 {
+		noun = "node"
+	}
+	return fmt.Sprintf("; it holds %d %s (%s%s) from younger or lower-priority gangs until it fits",
+		len(nodes), noun, strings.Join(shown, ", "), more)
 }
 
 // transitions returns the events for condition changes: Scheduled turning
