@@ -48,7 +48,17 @@ func TestAllocateHolds(t *testing.T) {
 	n2, _ := gpuNode("n2", 4, 0)
 	n3, _ := gpuNode("n3", 4, 0)
 	n4, _ := gpuNode("n4", 4, 0)
-	twoOfFourUsed := []*corev1.Pod{busy("n1", 2)}
+	// bigAndSmall is n1 (2 of its 4 GPUs taken) and n2, a gang big of
+	// workers with 4 GPUs each that has waited waited, and a younger
+	// gang small of one pod with 2 GPUs (small is the pod, if given).
+	bigAndSmall := func(workers int, waited time.Duration, small ...*corev1.Pod) cluster {
+		if small == nil {
+			small = gpuGang("small", 1, 2)
+		}
+		return cluster{nodes: []*corev1.Node{n1, n2}, now: now,
+			pods: slices.Concat([]*corev1.Pod{busy("n1", 2)}, gpuGang("big", workers, 4), small),
+			jobs: []*api.JobInfo{job("big", workers, 0, waited, nil), job("small", 1, 1, 0, nil)}}
+	}
 
 	tests := []struct {
 		name    string
@@ -60,42 +70,32 @@ func TestAllocateHolds(t *testing.T) {
 		// wantHeldMessage: the small gang's message names the hold.
 		wantHeldMessage bool
 	}{{
-		name: "without the plugin the small gang takes the room the large one waits for",
-		c: cluster{nodes: []*corev1.Node{n1, n2}, now: now,
-			pods: slices.Concat(twoOfFourUsed, gpuGang("big", 2, 4), gpuGang("small", 1, 2)),
-			jobs: []*api.JobInfo{job("big", 2, 0, time.Minute, nil), job("small", 1, 1, 0, nil)}},
+		name:       "without the plugin the small gang takes the room the large one waits for",
+		c:          bigAndSmall(2, time.Minute),
 		plugins:    plugins.Default(),
 		wantPlaced: []api.JobID{"ns/small"},
 		wantHolds:  map[api.JobID][]string{},
 	}, {
-		name: "the large gang that waited holds both nodes: the small one waits, told why",
-		c: cluster{nodes: []*corev1.Node{n1, n2}, now: now,
-			pods: slices.Concat(twoOfFourUsed, gpuGang("big", 2, 4), gpuGang("small", 1, 2)),
-			jobs: []*api.JobInfo{job("big", 2, 0, time.Minute, nil), job("small", 1, 1, 0, nil)}},
+		name:            "the large gang that waited holds both nodes: the small one waits, told why",
+		c:               bigAndSmall(2, time.Minute),
 		plugins:         withReservation(5*time.Second, 1),
 		wantHolds:       map[api.JobID][]string{"ns/big": {"n1", "n2"}},
 		wantHeldMessage: true,
 	}, {
-		name: "not waited long enough: no hold",
-		c: cluster{nodes: []*corev1.Node{n1, n2}, now: now,
-			pods: slices.Concat(twoOfFourUsed, gpuGang("big", 2, 4), gpuGang("small", 1, 2)),
-			jobs: []*api.JobInfo{job("big", 2, 0, 4*time.Second, nil), job("small", 1, 1, 0, nil)}},
+		name:       "not waited long enough: no hold",
+		c:          bigAndSmall(2, 4*time.Second),
 		plugins:    withReservation(5*time.Second, 1),
 		wantPlaced: []api.JobID{"ns/small"},
 		wantHolds:  map[api.JobID][]string{},
 	}, {
-		name: "a gang larger than the nodes could ever hold holds nothing: the small one is placed",
-		c: cluster{nodes: []*corev1.Node{n1, n2}, now: now,
-			pods: slices.Concat(twoOfFourUsed, gpuGang("big", 3, 4), gpuGang("small", 1, 2)),
-			jobs: []*api.JobInfo{job("big", 3, 0, time.Minute, nil), job("small", 1, 1, 0, nil)}},
+		name:       "a gang larger than the nodes could ever hold holds nothing: the small one is placed",
+		c:          bigAndSmall(3, time.Minute),
 		plugins:    withReservation(0, 1),
 		wantPlaced: []api.JobID{"ns/small"},
 		wantHolds:  map[api.JobID][]string{},
 	}, {
-		name: "a pod that requests nothing still runs on a held node",
-		c: cluster{nodes: []*corev1.Node{n1, n2}, now: now,
-			pods: slices.Concat(twoOfFourUsed, gpuGang("big", 2, 4), makeGang("small", 1, func(*st.PodWrapper) {})),
-			jobs: []*api.JobInfo{job("big", 2, 0, time.Minute, nil), job("small", 1, 1, 0, nil)}},
+		name:       "a pod that requests nothing still runs on a held node",
+		c:          bigAndSmall(2, time.Minute, makeGang("small", 1, func(*st.PodWrapper) {})...),
 		plugins:    withReservation(0, 1),
 		wantPlaced: []api.JobID{"ns/small"},
 		wantHolds:  map[api.JobID][]string{"ns/big": {"n1", "n2"}},
