@@ -359,7 +359,9 @@ plugins:
 			return c.Message
 		}
 		Eventually(func(g Gomega) {
-			g.Expect(unschedulable(g, "big")).To(ContainSubstring("it holds 2 nodes (%s, %s) from younger or lower-priority gangs until it fits", gpuA, gpuB))
+			msg := unschedulable(g, "big")
+			g.Expect(msg).To(ContainSubstring("it holds 2 nodes (%s, %s) from younger or lower-priority gangs until it fits", gpuA, gpuB))
+			g.Expect(msg).To(HavePrefix("Worker: 1 of 2 pending pods fit"), "the diagnosis counts what the gang holds as room for it")
 			g.Expect(gauge("troupe_scheduler_held_nodes", nil)).To(Equal(2.0))
 			g.Expect(gauge("troupe_scheduler_holding_gangs", nil)).To(Equal(1.0))
 		}).Should(Succeed())

@@ -68,9 +68,9 @@ func (ssn *Session) Hold(job *api.JobInfo, nodes []*api.NodeInfo) {
 		n.Hold(job.UID)
 		ssn.nodeChanged(n)
 		if ssn.holds == nil {
-			ssn.holds = map[api.JobID][]string{}
+			ssn.holds = map[api.JobID][]*api.NodeInfo{}
 		}
-		ssn.holds[job.UID] = append(ssn.holds[job.UID], n.Name)
+		ssn.holds[job.UID] = append(ssn.holds[job.UID], n)
 	}
 }
 
@@ -79,9 +79,9 @@ func (ssn *Session) Hold(job *api.JobInfo, nodes []*api.NodeInfo) {
 // of what it holds, and a gang kept off a held node is told so by its own
 // finding. Holds keeps listing what was held.
 func (ssn *Session) ReleaseHolds() {
-	for _, names := range ssn.holds {
-		for _, name := range names {
-			if n := ssn.Nodes[name]; n != nil && n.HeldFor != "" {
+	for _, nodes := range ssn.holds {
+		for _, n := range nodes {
+			if n.HeldFor != "" {
 				n.Unhold()
 				ssn.nodeChanged(n)
 			}
@@ -92,7 +92,11 @@ func (ssn *Session) ReleaseHolds() {
 // Holds returns the nodes each job holds in this session, by name, sorted.
 func (ssn *Session) Holds() map[api.JobID][]string {
 	out := make(map[api.JobID][]string, len(ssn.holds))
-	for id, names := range ssn.holds {
+	for id, nodes := range ssn.holds {
+		names := make([]string, len(nodes))
+		for i, n := range nodes {
+			names[i] = n.Name
+		}
 		out[id] = slices.Sorted(slices.Values(names))
 	}
 	return out

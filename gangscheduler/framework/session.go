@@ -48,7 +48,7 @@ type Session struct {
 	partial       map[api.JobID]PartialGang
 	topology      map[api.JobID]TopologyOutcome
 	// holds are the nodes each job holds (Hold).
-	holds map[api.JobID][]string
+	holds map[api.JobID][]*api.NodeInfo
 	// honoured maps the pod features plugins honour to the plugin (Honour).
 	honoured map[api.PodFeature]string
 

@@ -137,9 +137,10 @@ func PartialSince(st schedulingv1alpha1.PodGroupStatus) *time.Time {
 //     themselves, as kube-scheduler's backoff spares it for a pod;
 //   - past scheduleTimeoutSeconds since scheduleStartTime, Unschedulable
 //     becomes reason ScheduleTimeout. The scheduler keeps trying: nothing
-//     is ever reserved for a gang that is not whole (allocate binds a gang
-//     entirely or not at all), so there is nothing to release, and giving
-//     up would only make someone recreate the PodGroup to try again.
+//     outlasts a cycle for a gang that is not whole (allocate binds a gang
+//     entirely or not at all, and a hold lasts one cycle), so there is
+//     nothing to release, and giving up would only make someone recreate
+//     the PodGroup to try again.
 func Compute(g Gang, now time.Time) Update {
 	pg, job := g.PodGroup, g.Job
 	old := g.Old
@@ -267,15 +268,15 @@ func unschedulable(g Gang, st *schedulingv1alpha1.PodGroupStatus, now time.Time)
 }
 
 // quiet says a gang's Unschedulable condition, True already, keeps its
-// reason and message this cycle rather than take reason: it was written
-// less than the refresh period ago (Gang.QuietUntil). A schedule timeout
-// falling due is written at once.
+// reason and message this cycle rather than take the new reason: it was
+// written less than the refresh period ago (Gang.QuietUntil). A schedule
+// timeout falling due is written at once.
 func quiet(g Gang, st schedulingv1alpha1.PodGroupStatus, reason string, now time.Time) bool {
 	old := meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
 	if old == nil || old.Status != metav1.ConditionTrue || !now.Before(g.QuietUntil) {
 		return false
 	}
-	return old.Reason == reason || reason != schedulingv1alpha1.PodGroupReasonScheduleTimeout
+	return reason != schedulingv1alpha1.PodGroupReasonScheduleTimeout || old.Reason == reason
 }
 
 // holdNote is what a gang's message says of the nodes it holds.

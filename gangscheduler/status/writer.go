@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -85,16 +86,8 @@ func (w *Writer) remember(uid types.UID, m memo) {
 func (w *Writer) Forget(keep func(types.UID) bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for uid := range w.written {
-		if !keep(uid) {
-			delete(w.written, uid)
-		}
-	}
-	for uid := range w.unschedulableAt {
-		if !keep(uid) {
-			delete(w.unschedulableAt, uid)
-		}
-	}
+	maps.DeleteFunc(w.written, func(uid types.UID, _ memo) bool { return !keep(uid) })
+	maps.DeleteFunc(w.unschedulableAt, func(uid types.UID, _ time.Time) bool { return !keep(uid) })
 }
 
 // UnschedulableWrittenAt is when this writer last wrote a new reason or

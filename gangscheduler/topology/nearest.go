@@ -55,7 +55,6 @@ func Nearest(ssn *framework.Session, job *api.JobInfo, covered []*api.TaskInfo) 
 		now, empty int
 	}
 	type domainRoom struct {
-		dom        *api.Domain
 		first      int // the first candidate's NodeList index: the tie-break
 		now, empty int
 		nodes      []candidate
@@ -80,7 +79,7 @@ func Nearest(ssn *framework.Session, job *api.JobInfo, covered []*api.TaskInfo) 
 		}
 		dr := byDomain[d]
 		if dr == nil {
-			dr = &domainRoom{dom: d, first: n.Index}
+			dr = &domainRoom{first: n.Index}
 			byDomain[d] = dr
 			order = append(order, dr)
 		}

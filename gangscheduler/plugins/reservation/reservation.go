@@ -81,12 +81,12 @@ func (plugin) Name() string { return Name }
 
 func (p plugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.SetHoldLimit(p.gangs)
-	ssn.AddHoldFn(func(job *api.JobInfo) bool { return Waited(job, ssn.Now) >= p.after })
+	ssn.AddHoldFn(func(job *api.JobInfo) bool { return waited(job, ssn.Now) >= p.after })
 }
 
-// Waited is how long job has waited to be placed at now: since its
+// waited is how long job has waited to be placed at now: since its
 // PodGroup's scheduleStartTime, or none if that is not set yet.
-func Waited(job *api.JobInfo, now time.Time) time.Duration {
+func waited(job *api.JobInfo, now time.Time) time.Duration {
 	if job.WaitingSince == nil {
 		return 0
 	}
