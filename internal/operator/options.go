@@ -65,7 +65,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease used for leader election.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader-election Lease (default: the operator's own).")
 	o.LeaderElection.BindFlags(fs)
-	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the API server, all of the operator's clients together (one token bucket; the leader election lease has its own).")
+	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the API server, all of the operator's clients together (one token bucket; the leader election lease has its own); a negative value sets no client-side limit.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the API server.")
 	fs.StringVar(&o.MPIKubectlDeliveryImage, "mpi-kubectl-delivery-image", o.MPIKubectlDeliveryImage, "Image of the MPIJob launcher's init container that delivers kubectl for kubexec.sh.")
 	fs.StringVar(&o.GangSchedulerName, "gang-scheduler-name", o.GangSchedulerName, fmt.Sprintf("Gang-scheduling backend: %s, or the name of a coscheduling-compatible scheduler; empty means none. A job's troupe.dev/gang-scheduler-name annotation overrides it for that job.", strings.Join(KnownGangBackends, ", ")))
@@ -92,8 +92,8 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--namespace: %q is not a valid namespace name: %s", o.Namespace, strings.Join(msgs, "; ")))
 		}
 	}
-	if o.QPS <= 0 {
-		errs = append(errs, fmt.Errorf("--kube-api-qps: must be greater than 0, got %v", o.QPS))
+	if o.QPS == 0 {
+		errs = append(errs, errors.New("--kube-api-qps: must be greater than 0, or negative for no client-side limit, got 0"))
 	}
 	if o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst: must be at least 1, got %d", o.Burst))

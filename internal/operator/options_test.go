@@ -99,7 +99,17 @@ func TestParseFlags(t *testing.T) {
 		{
 			name:    "non-positive client limits",
 			args:    []string{"--kube-api-qps=0", "--kube-api-burst=0"},
-			wantErr: []string{"--kube-api-qps: must be greater than 0", "--kube-api-burst: must be at least 1"},
+			wantErr: []string{"--kube-api-qps: must be greater than 0, or negative for no client-side limit", "--kube-api-burst: must be at least 1"},
+		},
+		{
+			name:        "no client-side limit",
+			args:        []string{"--kube-api-qps=-1"},
+			wantSchemes: []string{"mpijob", "pytorchjob", "tfjob"},
+			check: func(t *testing.T, o *Options) {
+				if o.QPS != -1 {
+					t.Errorf("--kube-api-qps=-1 not applied: %v", o.QPS)
+				}
+			},
 		},
 		{
 			name:    "leader election without an ID",

@@ -37,6 +37,7 @@ type Options struct {
 	// QPS and Burst are every operator's and scheduler's client flags:
 	// the same limit for both operators, each of which shares one token
 	// bucket among all its clients (Troupe's since cmdutil.LimitClients).
+	// A negative QPS sets no client-side limit.
 	QPS   float64
 	Burst int
 	// TrainingOperatorQPS and TrainingOperatorBurst, when set, replace
@@ -89,7 +90,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Jobs, "jobs", o.Jobs, "PyTorchJobs applied at once per run.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Workers per PyTorchJob, beside its one master.")
 	fs.IntVar(&o.Repeat, "repeat", o.Repeat, "Runs of each combination, the combinations taking turns; figures are medians with ranges.")
-	fs.Float64Var(&o.QPS, "qps", o.QPS, "Client QPS of every operator and scheduler.")
+	fs.Float64Var(&o.QPS, "qps", o.QPS, "Client QPS of every operator and scheduler; negative: no client-side limit (training-operator, whose flags always build a token bucket, then gets one too large to be reached).")
 	fs.IntVar(&o.Burst, "burst", o.Burst, "Client burst of every operator and scheduler.")
 	fs.IntVar(&o.TrainingOperatorQPS, "training-operator-qps", 0, "training-operator's client QPS, if not --qps: to compare the operators at different rates (each shares one token bucket among all its clients).")
 	fs.IntVar(&o.TrainingOperatorBurst, "training-operator-burst", 0, "training-operator's client burst, if not --burst.")
@@ -128,8 +129,11 @@ func (o *Options) Validate() error {
 	if o.Jobs < 1 || o.Workers < 1 || o.Repeat < 1 {
 		errs = append(errs, fmt.Errorf("--jobs, --workers and --repeat must be 1 or more, got %d, %d, %d", o.Jobs, o.Workers, o.Repeat))
 	}
-	if o.QPS <= 0 || o.Burst < 1 {
-		errs = append(errs, fmt.Errorf("--qps and --burst must be positive, got %v, %d", o.QPS, o.Burst))
+	if o.QPS == 0 {
+		errs = append(errs, errors.New("--qps: must be positive, or negative for no client-side limit, got 0"))
+	}
+	if o.Burst < 1 {
+		errs = append(errs, fmt.Errorf("--burst: must be positive, got %d", o.Burst))
 	}
 	if o.TrainingOperatorQPS < 0 || o.TrainingOperatorBurst < 0 {
 		errs = append(errs, fmt.Errorf("--training-operator-qps and --training-operator-burst must be 0 (as --qps, --burst) or more, got %d, %d", o.TrainingOperatorQPS, o.TrainingOperatorBurst))
@@ -153,10 +157,21 @@ func (o *Options) CombinationList() []Combination {
 	return out
 }
 
+// unreachedLimit is training-operator's QPS and burst when the run sets
+// no client-side limit: its main.go builds a token bucket whatever its
+// flags say, so it gets one that no run comes near.
+const unreachedLimit = 1_000_000
+
+// Unlimited reports whether the run sets no client-side limit.
+func (o *Options) Unlimited() bool { return o.QPS < 0 }
+
 // trainingOperatorLimits are training-operator's client QPS and burst:
 // whole numbers, as its flags take them.
 func (o *Options) trainingOperatorLimits() (qps, burst int) {
 	qps, burst = int(o.QPS), o.Burst
+	if o.Unlimited() {
+		qps, burst = unreachedLimit, unreachedLimit
+	}
 	if o.TrainingOperatorQPS > 0 {
 		qps = o.TrainingOperatorQPS
 	}
