@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	volcanov1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -43,12 +44,18 @@ import (
 // the subgroups copied theirs, so a subgroup's hard name never takes
 // effect), and an unknown name silently makes a hard rule no rule.
 //
+//   - Factor F under a required Pack at its level: the Pack puts every
+//     member in one domain, so the factor asks only that the members be a
+//     multiple of F, which the operator checks (the gang's size is known).
+//
 // Not kept: Spread (nothing spreads), Partition (subgroups may share a
 // HyperNode: nothing keeps them apart), Range (no per-domain bounds),
-// Factor (a subgroup per F members could, as Volcano's own partitionPolicy
-// does, but only with a per-group pod label the operator does not set),
-// any rule at the node level (no HyperNode is one node), and every rule of
-// a Topology the operator generates no HyperNodes for.
+// Factor under any other rule (under Spread or Partition it is part of a
+// rule Volcano cannot keep; a preferred one could become soft subgroups of
+// F members, grouped by a per-pod label of rank / F, which is only a
+// greedy pull and which the operator does not set up), any rule at the
+// node level (no HyperNode is one node), and every rule of a Topology the
+// operator generates no HyperNodes for.
 
 // HyperNodeSource is what the backend needs of the HyperNodes the operator
 // generates from one Topology (integrations/volcano/hypernodes).
@@ -131,8 +138,15 @@ func unkeptRules(t *integrations.GangTopology, tiers map[string]int, nodeLevel s
 		if l.Range != nil && (l.Range.Min != nil || l.Range.Max != nil) {
 			add(l, "range")
 		}
-		if l.Factor != nil && *l.Factor > 1 {
-			add(l, "factor")
+		if f := l.Factor; f != nil && *f > 1 {
+			switch {
+			case !l.Required || integrations.PolicyOf(l) != schedulingv1alpha1.TopologyPack:
+				add(l, "factor")
+			case t.Members%*f != 0:
+				// A required Pack is one domain, which holds a multiple
+				// of F members only if the gang is one.
+				add(l, fmt.Sprintf("factor (%d members are not a multiple of %d)", t.Members, *f))
+			}
 		}
 	}
 	return out
@@ -162,7 +176,7 @@ func placementOf(spec integrations.GangSpec, tiers map[string]int, generated boo
 		kept[l.Level] = true
 	}
 	for _, u := range unkeptRules(t, tiers, "", tiers != nil) {
-		if u.What != "range" && u.What != "factor" {
+		if !strings.HasPrefix(u.What, "range") && !strings.HasPrefix(u.What, "factor") {
 			kept[u.Level] = false
 		}
 	}

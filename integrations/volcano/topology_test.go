@@ -58,6 +58,13 @@ func TestUnkeptTopologyRules(t *testing.T) {
 	withFactor.Factor = i32(2)
 	factorOne := pack("rack", true)
 	factorOne.Factor = i32(1)
+	packedFactor := func(f int32) schedulingv1alpha1.TopologyLevelPolicy {
+		l := pack("rack", true)
+		l.Factor = i32(f)
+		return l
+	}
+	spreadFactor := level("rack", schedulingv1alpha1.TopologySpread, true)
+	spreadFactor.Factor = i32(2)
 	partition := level("block", schedulingv1alpha1.TopologyPartition, true)
 	partition.Partitions = i32(2)
 	cases := []struct {
@@ -77,6 +84,20 @@ func TestUnkeptTopologyRules(t *testing.T) {
 		{
 			name: "a factor of 1 is no rule", backend: Backend{HyperNodes: generated},
 			policy: gangTopology("", factorOne),
+		},
+		{
+			name: "a factor under a required Pack, the members a multiple of it, is kept", backend: Backend{HyperNodes: generated},
+			policy: gangTopology("", packedFactor(2)),
+		},
+		{
+			name: "a factor under a required Pack, the members no multiple of it", backend: Backend{HyperNodes: generated},
+			policy: gangTopology("", packedFactor(3)),
+			want:   []string{"rack: factor (4 members are not a multiple of 3) (required)"},
+		},
+		{
+			name: "a factor under a required Spread is not kept", backend: Backend{HyperNodes: generated},
+			policy: gangTopology("", spreadFactor),
+			want:   []string{"rack: policy Spread (required)", "rack: factor (required)"},
 		},
 		{
 			name: "no generator: nothing is kept", backend: Backend{},
@@ -155,6 +176,8 @@ func TestPlacement(t *testing.T) {
 	withRange.Range = &schedulingv1alpha1.MemberRange{Min: i32(2)}
 	twoRoles := gangTopology("", pack("rack", true))
 	twoRoles.Roles = []string{"master", "worker"}
+	packedFactor := pack("rack", true)
+	packedFactor.Factor = i32(2)
 	cases := []struct {
 		name    string
 		spec    integrations.GangSpec
@@ -171,6 +194,10 @@ func TestPlacement(t *testing.T) {
 		{
 			name: "required at block, preferred at rack: hard at block (Volcano tries racks first)", source: generated,
 			spec: every(gangTopology("", pack("rack", false), pack("block", true))), want: placement{NetworkTopology: hard(2)},
+		},
+		{
+			name: "required Pack with a factor the gang is a multiple of: the Pack", source: generated,
+			spec: every(gangTopology("", packedFactor)), want: placement{NetworkTopology: hard(1)},
 		},
 		{name: "preferred only: soft", spec: every(gangTopology("", pack("rack", false))), source: generated, want: placement{NetworkTopology: soft}},
 		{
