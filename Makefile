@@ -145,6 +145,10 @@ bench-smoke: ## The harness at a tiny scale, each kind of placer, and the operat
 bench-operator: ## Troupe's operator against Kubeflow's training-operator v1.9.4 (test/bench/operatorbench): 500 PyTorchJobs applied at once, per operator and gang backend, 3 runs each; writes its section of docs/benchmarks.md.
 	$(BENCH_OPERATOR) --jobs=500 --repeat=3 --out=docs/benchmarks.md --command="make bench-operator$(if $(BENCH_OPERATOR_FLAGS), BENCH_OPERATOR_FLAGS='$(BENCH_OPERATOR_FLAGS)')" $(BENCH_OPERATOR_FLAGS)
 
+.PHONY: bench-operator-unlimited
+bench-operator-unlimited: ## bench-operator with no client-side limit on any operator or scheduler (the API server on this machine is the bound), without the restart probe; writes its own section of docs/benchmarks.md.
+	$(BENCH_OPERATOR) --qps=-1 --jobs=500 --repeat=3 --restart=false --out=docs/benchmarks.md --command="make bench-operator-unlimited$(if $(BENCH_OPERATOR_FLAGS), BENCH_OPERATOR_FLAGS='$(BENCH_OPERATOR_FLAGS)')" $(BENCH_OPERATOR_FLAGS)
+
 ##@ Soak
 
 # SOAK_SEED empty draws a fresh seed, printed at the start and in the

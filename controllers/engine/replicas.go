@@ -110,6 +110,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (replicaPa
 		}
 	}
 
+	var missing []replicaObject
 	for _, rtype := range OrderedReplicaTypes(r.fw, s.job) {
 		spec := s.job.ReplicaSpecs()[rtype]
 		replicas := int(*spec.Replicas)
@@ -119,15 +120,11 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (replicaPa
 			svcName, name := ReplicaName(s.job.GetName(), rtype, index), podName(r.fw, s.job, rtype, index)
 			wanted[svcName], wanted[name] = true, true
 			if wantService && svcsByName[svcName] == nil {
-				if err := r.createService(ctx, s, rtype, index, port); err != nil {
-					return pass, err
-				}
+				missing = append(missing, replicaObject{rtype: rtype, index: index, port: &port})
 			}
 			pod := podsByName[name]
 			if pod == nil {
-				if err := r.createPod(ctx, s, rtype, index); err != nil {
-					return pass, err
-				}
+				missing = append(missing, replicaObject{rtype: rtype, index: index})
 				continue
 			}
 			if t := breaks.byPod[name]; t != nil {
@@ -196,6 +193,9 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (replicaPa
 		pass.replicas[rtype] = state
 	}
 
+	if err := r.createMissing(ctx, s, missing); err != nil {
+		return pass, err
+	}
 	if s.gangRestart != nil && pass.gangRestart == nil {
 		pass.gangRestart = r.watchPartialGang(s)
 	}
@@ -219,27 +219,61 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (replicaPa
 	return pass, nil
 }
 
-func (r *Reconciler) createPod(ctx context.Context, s *scope, rtype kubeflowv1.ReplicaType, index int) error {
+// replicaObject is a replica's pod, or its service when port is set, that
+// a pass creates.
+type replicaObject struct {
+	rtype kubeflowv1.ReplicaType
+	index int
+	port  *corev1.ServicePort
+}
+
+// createMissing creates the pass's missing services and pods, in replica
+// order, in slow-start batches (slowStart), and remembers what it created
+// for announceCreated, in that order.
+func (r *Reconciler) createMissing(ctx context.Context, s *scope, missing []replicaObject) error {
+	created, err := slowStart(ctx, missing, func(ctx context.Context, o replicaObject) (string, error) {
+		if o.port != nil {
+			return r.createService(ctx, s, o.rtype, o.index, *o.port)
+		}
+		return r.createPod(ctx, s, o.rtype, o.index)
+	})
+	for i, name := range created {
+		switch {
+		case name == "":
+		case missing[i].port != nil:
+			s.createdServices = append(s.createdServices, name)
+		default:
+			s.createdPods = append(s.createdPods, name)
+		}
+	}
+	return err
+}
+
+// createPod creates a replica's pod and returns its name, or "" if the API
+// server has it already. It may run beside other creates of the pass.
+func (r *Reconciler) createPod(ctx context.Context, s *scope, rtype kubeflowv1.ReplicaType, index int) (string, error) {
 	pod, err := newPod(r.fw, s.gang, s.job, rtype, index)
 	if err != nil {
-		return err
+		return "", err
 	}
 	r.expect.expectCreate(s.key, "pod/"+pod.Name, s.now.Time)
 	if err := r.client.Create(ctx, pod); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			// The cache is behind; the expectation holds the next pass
 			// until it catches up.
-			return nil
+			return "", nil
 		}
 		r.expect.createFailed(s.key, "pod/"+pod.Name)
 		r.event(s.job, corev1.EventTypeWarning, "FailedCreatePod", fmt.Sprintf("Error creating pod %s: %v", pod.Name, err))
-		return fmt.Errorf("create pod %s: %w", pod.Name, err)
+		return "", fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
-	s.createdPods = append(s.createdPods, pod.Name)
-	return nil
+	return pod.Name, nil
 }
 
-func (r *Reconciler) createService(ctx context.Context, s *scope, rtype kubeflowv1.ReplicaType, index int, port corev1.ServicePort) error {
+// createService creates a replica's headless service and returns its
+// name, or "" if the API server has it already. It may run beside other
+// creates of the pass.
+func (r *Reconciler) createService(ctx context.Context, s *scope, rtype kubeflowv1.ReplicaType, index int, port corev1.ServicePort) (string, error) {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            ReplicaName(s.job.GetName(), rtype, index),
@@ -259,14 +293,13 @@ func (r *Reconciler) createService(ctx context.Context, s *scope, rtype kubeflow
 	r.expect.expectCreate(s.key, "service/"+svc.Name, s.now.Time)
 	if err := r.client.Create(ctx, svc); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return nil
+			return "", nil
 		}
 		r.expect.createFailed(s.key, "service/"+svc.Name)
 		r.event(s.job, corev1.EventTypeWarning, "FailedCreateService", fmt.Sprintf("Error creating service %s: %v", svc.Name, err))
-		return fmt.Errorf("create service %s: %w", svc.Name, err)
+		return "", fmt.Errorf("create service %s: %w", svc.Name, err)
 	}
-	s.createdServices = append(s.createdServices, svc.Name)
-	return nil
+	return svc.Name, nil
 }
 
 // announceCreated records one event for the pods the pass created and one

@@ -93,7 +93,7 @@ func Run(ctx context.Context, o *Options, stdout, log io.Writer) error {
 	Markdown(&md, Meta{Command: o.Command, Date: time.Now(), Options: o}, summaries, verdicts)
 	fmt.Fprint(stdout, md.String())
 	if o.Out != "" {
-		if err := UpdateFile(o.Out, md.String()); err != nil {
+		if err := UpdateFile(o.Out, SectionOf(o), md.String()); err != nil {
 			return err
 		}
 		fmt.Fprintf(log, "results written to %s\n", o.Out)
