@@ -165,6 +165,13 @@ func placersFor(opts *Options) ([]placer.Placer, error) {
 			}
 		case PlacerTroupe:
 			out = append(out, placer.Troupe{Binary: opts.TroupeScheduler, Pprof: opts.Profile})
+			widths, err := opts.TroupeWidths()
+			if err != nil {
+				return nil, err
+			}
+			for _, n := range widths {
+				out = append(out, placer.Troupe{Binary: opts.TroupeScheduler, BindWorkers: n})
+			}
 		case PlacerTroupeGang:
 			out = append(out, placer.Troupe{Binary: opts.TroupeScheduler, Label: name, NoPodEvents: true})
 		case PlacerVolcano:
@@ -184,8 +191,13 @@ func placersFor(opts *Options) ([]placer.Placer, error) {
 // family is the name a scenario's list of placers knows a placer by: the
 // null binder's sweep is one.
 func family(p placer.Placer) string {
-	if _, ok := p.(placer.Null); ok {
+	switch p := p.(type) {
+	case placer.Null:
 		return PlacerNull
+	case placer.Troupe:
+		if p.BindWorkers > 0 && p.Label == "" {
+			return PlacerTroupe
+		}
 	}
 	return p.Name()
 }
@@ -209,6 +221,9 @@ func settings(o *Options) []string {
 	troupeBinds := "its own default"
 	if o.BindWorkers > 0 {
 		troupeBinds = fmt.Sprint(o.BindWorkers)
+	}
+	if o.TroupeBindWorkers != "" {
+		troupeBinds += fmt.Sprintf(", and as variants troupe-<n> at %s (the goals judge troupe, never a variant)", strings.ReplaceAll(o.TroupeBindWorkers, ",", ", "))
 	}
 	out := []string{
 		fmt.Sprintf("Client rate limit, the same for every placer and the ceiling: %s. Binds in flight: the null binder swept over %s (the ceiling of a scenario is the best median makespan among them); troupe-scheduler: %s.",

@@ -52,6 +52,11 @@ type Options struct {
 	// NullBindWorkers are the null binder's binds in flight, swept: each
 	// is a placer of its own, null-<n>, and the best is the ceiling.
 	NullBindWorkers string
+	// TroupeBindWorkers are further binds in flight to run
+	// troupe-scheduler at, each a variant placer troupe-<n> beside
+	// troupe (its own default): to choose the default by measurement.
+	// The goals judge troupe as it ships, never a variant.
+	TroupeBindWorkers string
 	// PartialGrace is how long a gang may be partly bound during a run
 	// before it is recorded as a partial gang, with its duration.
 	PartialGrace time.Duration
@@ -115,6 +120,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.Client.BindFlags(fs)
 	fs.Lookup("bind-workers").Usage = "troupe-scheduler's binds in flight; 0 leaves its own default (the null binder's are --null-bind-workers)."
 	fs.StringVar(&o.NullBindWorkers, "null-bind-workers", o.NullBindWorkers, "Comma-separated binds in flight to sweep the null binder over, each a placer null-<n> in --placers=null; the ceiling of a scenario is their best median makespan.")
+	fs.StringVar(&o.TroupeBindWorkers, "troupe-bind-workers", o.TroupeBindWorkers, "Comma-separated binds in flight to run troupe-scheduler at as well, each a variant placer troupe-<n> in --placers=troupe; the goals judge troupe at its default (or --bind-workers), never a variant.")
 	fs.DurationVar(&o.PartialGrace, "partial-grace", o.PartialGrace, "A gang partly bound for longer than this during a run is recorded as a partial gang, with its duration (one partial at the end fails the run).")
 	fs.IntVar(&o.Repeat, "repeat", o.Repeat, "Run each scenario this many times with every placer, the placers taking turns; the report shows each placer's run of median mean pods/s, and the range.")
 	fs.DurationVar(&o.RunTimeout, "run-timeout", o.RunTimeout, "Longest a placer gets on one scenario.")
@@ -174,6 +180,9 @@ func (o *Options) Validate() error {
 	if _, err := o.NullWidths(); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := o.TroupeWidths(); err != nil {
+		errs = append(errs, err)
+	}
 	if o.PartialGrace <= 0 {
 		errs = append(errs, fmt.Errorf("--partial-grace: must be greater than 0, got %v", o.PartialGrace))
 	}
@@ -224,18 +233,31 @@ func (o *Options) ScenarioList() []scenario.Scenario {
 
 // NullWidths is --null-bind-workers, in order, without repeats.
 func (o *Options) NullWidths() ([]int, error) {
+	out, err := widths("--null-bind-workers", o.NullBindWorkers)
+	if err == nil && len(out) == 0 {
+		err = errors.New("--null-bind-workers: must name at least one number of binds in flight")
+	}
+	return out, err
+}
+
+// TroupeWidths are --troupe-bind-workers, ascending, each once; none by
+// default.
+func (o *Options) TroupeWidths() ([]int, error) {
+	return widths("--troupe-bind-workers", o.TroupeBindWorkers)
+}
+
+// widths parses a flag's comma-separated binds in flight: whole numbers
+// of at least 1, returned ascending, each once.
+func widths(flag, list string) ([]int, error) {
 	var out []int
-	for _, it := range cmdutil.SplitList(o.NullBindWorkers) {
+	for _, it := range cmdutil.SplitList(list) {
 		n, err := strconv.Atoi(it)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("--null-bind-workers: %q is not a whole number of at least 1", it)
+			return nil, fmt.Errorf("%s: %q is not a whole number of at least 1", flag, it)
 		}
 		if !slices.Contains(out, n) {
 			out = append(out, n)
 		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New("--null-bind-workers: must name at least one number of binds in flight")
 	}
 	slices.Sort(out)
 	return out, nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/troupe-ml/troupe/test/bench/measure"
+	"github.com/troupe-ml/troupe/test/bench/placer"
 	"github.com/troupe-ml/troupe/test/bench/report"
 	"github.com/troupe-ml/troupe/test/bench/scenario"
 )
@@ -70,6 +71,11 @@ func TestOptionsValidate(t *testing.T) {
 			name:    "an empty null binder sweep",
 			args:    append([]string{"--null-bind-workers=,"}, binaries...),
 			wantErr: []string{"--null-bind-workers: must name at least one"},
+		},
+		{
+			name:    "troupe-scheduler at a bad number of binds in flight",
+			args:    append([]string{"--troupe-bind-workers=64,x"}, binaries...),
+			wantErr: []string{`--troupe-bind-workers: "x" is not a whole number of at least 1`},
 		},
 		{
 			name:    "settle longer than the run",
@@ -224,6 +230,39 @@ func TestNullWidths(t *testing.T) {
 	}
 	if family(placers[1]) != PlacerNull || family(placers[3]) != PlacerTroupe {
 		t.Errorf("families %s, %s", family(placers[1]), family(placers[3]))
+	}
+}
+
+func TestTroupeWidths(t *testing.T) {
+	o, err := parse(t, append([]string{"--placers=null,troupe,volcano", "--null-bind-workers=16", "--troupe-bind-workers=256,64,64"}, binaries...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placers, err := placersFor(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names, families []string
+	for _, p := range placers {
+		names, families = append(names, p.Name()), append(families, family(p))
+	}
+	if want := "null-16,troupe,troupe-64,troupe-256,volcano"; strings.Join(names, ",") != want {
+		t.Errorf("placers %v, want %s", names, want)
+	}
+	// A variant runs wherever troupe does.
+	if want := "null,troupe,troupe,troupe,volcano"; strings.Join(families, ",") != want {
+		t.Errorf("families %v, want %s", families, want)
+	}
+	if bw := placers[2].(placer.Troupe).BindWorkers; bw != 64 {
+		t.Errorf("troupe-64 runs at %d binds in flight", bw)
+	}
+	// Without the flag, troupe alone.
+	o, err = parse(t, append([]string{"--placers=troupe"}, binaries...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if placers, _ := placersFor(o); len(placers) != 1 || placers[0].Name() != "troupe" {
+		t.Errorf("placers without --troupe-bind-workers: %v", placers)
 	}
 }
 

@@ -24,13 +24,20 @@ type Troupe struct {
 	MinCyclePeriod time.Duration
 	// Pprof serves /debug/pprof, so that the harness can profile it.
 	Pprof bool
+	// BindWorkers, if set, names it troupe-<BindWorkers> (unless Label
+	// names it) and overrides the harness's Env.BindWorkers: a variant
+	// at other binds in flight than the ones measured as shipped.
+	BindWorkers int
 }
 
 func (t Troupe) Name() string {
-	if t.Label == "" {
-		return "troupe"
+	switch {
+	case t.Label != "":
+		return t.Label
+	case t.BindWorkers > 0:
+		return fmt.Sprintf("troupe-%d", t.BindWorkers)
 	}
-	return t.Label
+	return "troupe"
 }
 
 func (Troupe) Dialect() Dialect { return troupe.Backend{} }
@@ -51,6 +58,9 @@ func (t Troupe) Start(_ context.Context, env Env) (Process, error) {
 	}
 	// Binds in flight are troupe-scheduler's own default unless the
 	// harness was told otherwise: what it does as shipped is measured.
+	if t.BindWorkers > 0 {
+		env.BindWorkers = t.BindWorkers
+	}
 	if env.BindWorkers > 0 {
 		args = append(args, fmt.Sprintf("--bind-workers=%d", env.BindWorkers))
 	}

@@ -421,8 +421,12 @@ func placerRank(p string) string {
 		return "1"
 	case p == TroupeGangEvents:
 		return "2"
+	case isTroupe(p):
+		// Variants at other binds in flight, in order of them.
+		n, _ := strconv.Atoi(strings.TrimPrefix(p, Troupe+"-"))
+		return fmt.Sprintf("3%09d", n)
 	}
-	return "3" + p
+	return "4" + p
 }
 
 func writesTable(w io.Writer, results []Result) {

@@ -280,13 +280,14 @@ func TestGoals(t *testing.T) {
 func TestGoalsSayByHowMuch(t *testing.T) {
 	verdicts := Goals([]Result{
 		result("S1", "null-16", 1000, time.Second), result("S1", "null-64", 1000, 2*time.Second), result("S1", Troupe, 600, 1380*time.Millisecond),
-		result("S1", TroupeGangEvents, 950, 2*time.Second), result("S1", "volcano", 90, 1200*time.Millisecond),
+		result("S1", TroupeGangEvents, 950, 2*time.Second), result("S1", "troupe-64", 950, 3*time.Second),
+		result("S1", "volcano", 90, 1200*time.Millisecond),
 	})
 	ceiling, ahead := verdicts[0], verdicts[1]
 	if ceiling.Met || !strings.Contains(ceiling.Detail, "S1: 1.38× (1.38s against null-16's 1s, 20% over the goal's 1.15×)") {
 		t.Errorf("ceiling: %+v", ceiling)
 	}
-	// The variant is no peer.
+	// The variants are no peers.
 	if !ahead.Known || ahead.Met || !strings.Contains(ahead.Detail, "behind in 1 of 1 comparisons: S1: volcano 1.2s against troupe's 1.38s (1.15×)") {
 		t.Errorf("ahead of peers: %+v", ahead)
 	}
@@ -490,8 +491,9 @@ func TestCeiling(t *testing.T) {
 
 func TestPlacerOrder(t *testing.T) {
 	ix := newRunIndex([]Result{result("S1", "volcano", 1, 1), result("S1", "null-256", 1, 1), result("S1", Troupe, 1, 1),
-		result("S1", "null-16", 1, 1), result("S1", TroupeGangEvents, 1, 1), result("S1", "null-64", 1, 1)})
-	want := []string{"null-16", "null-64", "null-256", Troupe, TroupeGangEvents, "volcano"}
+		result("S1", "null-16", 1, 1), result("S1", TroupeGangEvents, 1, 1), result("S1", "null-64", 1, 1),
+		result("S1", "troupe-256", 1, 1), result("S1", "troupe-64", 1, 1), result("S1", "coscheduling", 1, 1)})
+	want := []string{"null-16", "null-64", "null-256", Troupe, TroupeGangEvents, "troupe-64", "troupe-256", "coscheduling", "volcano"}
 	if got := placerOrder(ix, "S1"); !slices.Equal(got, want) {
 		t.Errorf("placerOrder = %v, want %v", got, want)
 	}
