@@ -66,9 +66,12 @@ func NewOptions() *Options {
 		// so that it never paces a burst of binds: --bind-workers bounds
 		// the binds in flight, and the API server's priority and fairness
 		// protects it.
-		QPS:                  DefaultQPS,
-		Burst:                DefaultQPS,
-		BindWorkers:          16,
+		QPS:   DefaultQPS,
+		Burst: DefaultQPS,
+		// 64, measured: at 16 a 5000-node backlog's binds waited on
+		// the API server's latency (docs/benchmarks.md, "Binds in
+		// flight").
+		BindWorkers:          64,
 		PodScheduledEvents:   true,
 		MinCyclePeriod:       scheduler.DefaultMinCyclePeriod,
 		MaxIdlePeriod:        scheduler.DefaultMaxIdlePeriod,
