@@ -176,7 +176,7 @@ func placementOf(spec integrations.GangSpec, tiers map[string]int, generated boo
 		kept[l.Level] = true
 	}
 	for _, u := range unkeptRules(t, tiers, "", tiers != nil) {
-		if !strings.HasPrefix(u.What, "range") && !strings.HasPrefix(u.What, "factor") {
+		if !boundOnly(u) {
 			kept[u.Level] = false
 		}
 	}
@@ -219,6 +219,14 @@ func placementOf(spec integrations.GangSpec, tiers map[string]int, generated boo
 		}}},
 		MatchLabelKeys: []string{kubeflowv1.JobNameLabel},
 	}}}, nil
+}
+
+// boundOnly reports whether u is a bound on a level's member counts (its
+// range or factor, with or without a detail in parentheses) rather than
+// the level's rule: the rule's Pack may still be kept without it.
+func boundOnly(u integrations.UnkeptRule) bool {
+	part, _, _ := strings.Cut(u.What, " ")
+	return part == "range" || part == "factor"
 }
 
 // coversAll reports whether the policy covers every role of the gang.

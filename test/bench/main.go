@@ -189,7 +189,8 @@ func placersFor(opts *Options) ([]placer.Placer, error) {
 }
 
 // family is the name a scenario's list of placers knows a placer by: the
-// null binder's sweep is one.
+// null binder's sweep is one, and troupe's variants at other binds in
+// flight are troupe.
 func family(p placer.Placer) string {
 	switch p := p.(type) {
 	case placer.Null:
