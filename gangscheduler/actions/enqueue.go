@@ -59,6 +59,33 @@ const ReasonNotEnoughPods = "NotEnoughPods"
 // then all discarded. Allocate starts from the snapshot as it was. Each
 // refusal is recorded (framework.Session.RecordUnschedulable) with the
 // PodGroup API's reason.
+//
+// Committing for allocate. When allocate runs right after enqueue in the
+// session (framework.Session.NextAction), enqueue commits an admitted
+// job's trial placement instead of holding it, for as long as that is
+// exactly what allocate would decide, so that a backlog's first gangs are
+// bound while the rest are still being admitted rather than after a
+// second search of every gang. It holds from the start of the pass while:
+//
+//   - no job admitted before this session has pending tasks (allocate
+//     would try those too, partial gangs first; then nothing is committed
+//     this pass), and
+//   - every job admitted so far in the pass was committed so: its minimal
+//     gang is every pending task it has (allocate places them all, in the
+//     same task order), each task was within its queue's share and
+//     capability as it was placed (framework.Session.Allocatable, which
+//     allocate asks and enqueue's trial does not), and it was not admitted
+//     to hold nodes nor by a topology search (allocate searches those
+//     within the queue, and holds).
+//
+// Under those conditions allocate's walk reaches the admitted jobs in the
+// order enqueue admitted them (both walks ask the queue order of the same
+// placements before every job; a job enqueue refused changes nothing and
+// allocate does not try it), and finds every task the node enqueue's trial
+// found (the same state, the same best-node search). The first admitted
+// job that breaks a condition is held as before, and so is every job after
+// it: allocate decides those itself, after the committed ones. The queue
+// budget hears of committed jobs with the held ones, at the end.
 type Enqueue struct{}
 
 // NewEnqueue returns the enqueue action.
@@ -71,11 +98,26 @@ func (*Enqueue) Name() string { return "enqueue" }
 func (e *Enqueue) Execute(ssn *framework.Session) {
 	ssn.EnableAdmission()
 	walk := newQueueWalk(ssn, ssn.IsAdmitted, always)
-	p := enqueuePass{ssn: ssn, refused: newRefusals(ssn)}
-	for _, job, ok := walk.next(); ok; _, job, ok = walk.next() {
-		p.consider(job)
+	p := enqueuePass{ssn: ssn, refused: newRefusals(ssn), committing: commitsForAllocate(ssn)}
+	for queue, job, ok := walk.next(); ok; queue, job, ok = walk.next() {
+		p.consider(queue, job)
 	}
 	p.finish()
+}
+
+// commitsForAllocate reports whether a pass may start committing for
+// allocate (see Enqueue): allocate runs next, and would try no job but
+// those this pass considers.
+func commitsForAllocate(ssn *framework.Session) bool {
+	if _, ok := ssn.NextAction().(*Allocate); !ok {
+		return false
+	}
+	for _, job := range ssn.Jobs {
+		if job.HasPendingTasks() && ssn.IsAdmitted(job) {
+			return false
+		}
+	}
+	return true
 }
 
 // enqueuePass is one run of enqueue: the trial statements of the jobs it
@@ -85,11 +127,15 @@ type enqueuePass struct {
 	// refused holds the gang shapes refused in this pass: a later gang of
 	// one of them is refused without a search.
 	refused *refusals
-	// held are the admitted jobs' trial placements, in admission order.
+	// committing says the pass still commits for allocate (see Enqueue).
+	committing bool
+	// held are the admitted jobs' trial placements not committed, in
+	// admission order.
 	held []*framework.Statement
-	// heldJobs and heldNeeds are those jobs and their needs: the queue
-	// budget hears of them (JobEnqueued) once their trial placements are
-	// discarded, so that no job counts twice while the pass runs.
+	// heldJobs and heldNeeds are the jobs admitted with a trial placement,
+	// committed or held, and their needs: the queue budget hears of them
+	// (JobEnqueued) once the held placements are discarded, so that no job
+	// counts twice while the pass runs.
 	heldJobs  []*api.JobInfo
 	heldNeeds []api.Resource
 	// podless is what jobs admitted without pods need, in aggregate.
@@ -104,7 +150,7 @@ type enqueuePass struct {
 	idle *api.Resource
 }
 
-func (p *enqueuePass) consider(job *api.JobInfo) {
+func (p *enqueuePass) consider(queue *api.QueueInfo, job *api.JobInfo) {
 	ssn := p.ssn
 	if job.HasNoPods() {
 		p.considerPodless(job, ssn.MinimalNeed(job))
@@ -141,7 +187,13 @@ func (p *enqueuePass) consider(job *api.JobInfo) {
 		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, p.refused.record(job.Queue, job, tasks, prefix, pod, why))
 	}
 	stmt := ssn.Statement()
+	// allocate would place every pending task, in this order: the minimal
+	// gang must be all of them for the trial to be allocate's decision.
+	asAllocate := p.committing && len(tasks) == len(job.PendingTasks())
 	for _, task := range tasks {
+		if asAllocate && !ssn.Allocatable(queue, task) {
+			asAllocate = false // allocate would refuse this task, enqueue does not
+		}
 		cls := ssn.ClassOf(task)
 		node := ssn.BestNode(cls, task)
 		if node == nil {
@@ -165,13 +217,20 @@ func (p *enqueuePass) consider(job *api.JobInfo) {
 		refuse(nil, "", fmt.Sprintf("the gang is not ready with its %d minimal pods placed", len(tasks)))
 		return
 	}
-	p.admit(job, stmt, need)
+	p.admit(job, stmt, need, asAllocate)
 }
 
-// admit admits job and holds its trial placement until the pass ends.
-func (p *enqueuePass) admit(job *api.JobInfo, stmt *framework.Statement, need api.Resource) {
+// admit admits job and commits its trial placement for allocate (commit),
+// or holds it until the pass ends; once one is held, every later one is
+// (see Enqueue).
+func (p *enqueuePass) admit(job *api.JobInfo, stmt *framework.Statement, need api.Resource, commit bool) {
 	p.ssn.Admit(job)
-	p.hold(stmt)
+	p.countIdle(stmt)
+	if p.committing = p.committing && commit; p.committing {
+		stmt.Commit()
+	} else {
+		p.held = append(p.held, stmt)
+	}
 	p.heldJobs = append(p.heldJobs, job)
 	p.heldNeeds = append(p.heldNeeds, need)
 }
@@ -193,7 +252,7 @@ func (p *enqueuePass) considerTopology(job *api.JobInfo, tasks []*api.TaskInfo, 
 		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, fmt.Sprintf("the gang is not ready with its %d minimal pods placed", len(tasks)))
 		return
 	}
-	p.admit(job, pl.stmt, need)
+	p.admit(job, pl.stmt, need, false)
 }
 
 // admitToHold admits job, which does not fit the nodes as they are, if
@@ -207,6 +266,7 @@ func (p *enqueuePass) admitToHold(job *api.JobInfo, tasks []*api.TaskInfo, need 
 		return false
 	}
 	p.toHold++
+	p.committing = false // allocate tries it, and holds
 	p.ssn.Admit(job)
 	p.ssn.JobEnqueued(job, &need)
 	return true
@@ -250,11 +310,10 @@ func (p *enqueuePass) aggregateIdle() api.Resource {
 	return idle
 }
 
-// hold keeps an admitted job's trial placement until the pass ends, and
-// counts it in the aggregate idle, if that was summed already: each node
-// it used counts its idle anew.
-func (p *enqueuePass) hold(stmt *framework.Statement) {
-	p.held = append(p.held, stmt)
+// countIdle counts an admitted job's trial placement, held or committed,
+// in the aggregate idle, if that was summed already: each node it used
+// counts its idle anew.
+func (p *enqueuePass) countIdle(stmt *framework.Statement) {
 	if p.idle == nil {
 		return
 	}
@@ -275,7 +334,8 @@ func (p *enqueuePass) hold(stmt *framework.Statement) {
 }
 
 // finish discards every held trial placement, newest first, and only then
-// tells the queue budget about the jobs they admitted.
+// tells the queue budget about the jobs admitted with a trial placement,
+// committed or held.
 func (p *enqueuePass) finish() {
 	for i := len(p.held) - 1; i >= 0; i-- {
 		p.held[i].Discard()

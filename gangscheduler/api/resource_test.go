@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
@@ -92,6 +93,45 @@ func TestPodRequests(t *testing.T) {
 			got := api.PodRequests(tt.pod)
 			if !got.Equal(&tt.want) {
 				t.Errorf("PodRequests = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// PodRequests takes a lone container's requests directly; every pod, that
+// kind or not, gets the answer of component-helpers' PodRequests.
+func TestPodRequestsAgreesWithHelper(t *testing.T) {
+	one := func(req corev1.ResourceList) *corev1.Pod {
+		p := st.MakePod("ns", "p").Obj()
+		p.Spec.Containers[0].Resources.Requests = req
+		return p
+	}
+	withPodLevel := one(rl("cpu", "1"))
+	withPodLevel.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "2", "memory", "1Gi")}
+	withStatus := one(rl("cpu", "1"))
+	withStatus.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: withStatus.Spec.Containers[0].Name,
+		Resources: &corev1.ResourceRequirements{Requests: rl("cpu", "3")}}}
+	twoContainers := one(rl("cpu", "1", "memory", "1Gi"))
+	twoContainers.Spec.Containers = append(twoContainers.Spec.Containers, corev1.Container{Name: "side",
+		Resources: corev1.ResourceRequirements{Requests: rl("cpu", "500m", "nvidia.com/gpu", "1")}})
+	pods := map[string]*corev1.Pod{
+		"no requests":                  one(nil),
+		"fractions of a millicore":     one(rl("cpu", "0.5m", "memory", "1.5")),
+		"every kind of resource":       one(rl("cpu", "1500m", "memory", "3Gi", "ephemeral-storage", "10Gi", "hugepages-2Mi", "64Mi", "nvidia.com/gpu", "8")),
+		"a zero extended resource":     one(rl("cpu", "1", "nvidia.com/gpu", "0")),
+		"pod-level resources":          withPodLevel,
+		"a container status (resized)": withStatus,
+		"two containers":               twoContainers,
+		"an init container":            st.MakePod("ns", "p").Req("1", "").InitContainer("init", false, rl("cpu", "3")).Obj(),
+		"a sidecar":                    st.MakePod("ns", "p").Req("1", "").InitContainer("sidecar", true, rl("cpu", "500m")).Obj(),
+		"overhead":                     st.MakePod("ns", "p").Req("1", "1Gi").Overhead(rl("cpu", "250m")).Obj(),
+	}
+	for name, pod := range pods {
+		t.Run(name, func(t *testing.T) {
+			want := api.NewResource(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true}))
+			want.Pods = 1
+			if got := api.PodRequests(pod); !got.Equal(&want) {
+				t.Errorf("PodRequests = %v, the helper's %v", got, want)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -166,6 +167,7 @@ var _ = Describe("troupe-scheduler", Serial, func() {
 		})...)
 		bindsBefore := counter("troupe_scheduler_binds_total", map[string]string{"result": "success"})
 		leaseID := "troupe-scheduler-" + ns
+		started := float64(time.Now().UnixNano()) / 1e9
 		start([]string{"--leader-elect", "--leader-election-namespace=default", "--leader-election-id=" + leaseID})
 
 		var bound map[string]string
@@ -203,6 +205,8 @@ var _ = Describe("troupe-scheduler", Serial, func() {
 			g.Expect(events(g, "PodGroup", "pg", "Scheduled")).To(HaveLen(1))
 		}).Should(Succeed())
 		Expect(counter("troupe_scheduler_binds_total", map[string]string{"result": "success"})).To(BeNumerically(">=", bindsBefore+3))
+		Expect(gauge("troupe_scheduler_caches_synced_timestamp_seconds", nil)).To(BeNumerically(">=", started),
+			"this replica's caches synced after it started (an earlier test's value is older)")
 
 		lease := &coordinationv1.Lease{}
 		Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: leaseID}, lease)).To(Succeed())

@@ -41,7 +41,9 @@ type Session struct {
 	bindings []Decision
 	// onCommit, if set, receives each committed statement's placements
 	// (OnCommit).
-	onCommit      func([]Decision)
+	onCommit func([]Decision)
+	// next is the action Run executes after the one executing now.
+	next          Action
 	evictions     []Eviction
 	unschedulable map[api.JobID]Unschedulable
 	admitted      map[api.JobID]bool
@@ -109,10 +111,21 @@ func OpenSession(snap *api.Snapshot, plugins ...Plugin) *Session {
 
 // Run executes actions in order.
 func (ssn *Session) Run(actions ...Action) {
-	for _, a := range actions {
+	for i, a := range actions {
+		ssn.next = nil
+		if i+1 < len(actions) {
+			ssn.next = actions[i+1]
+		}
 		a.Execute(ssn)
 	}
+	ssn.next = nil
 }
+
+// NextAction is the action Run executes right after the one executing now:
+// nil after the last one, or for an action executed on its own. An action
+// may do part of the next one's work where it can show the next one would
+// do it the same (actions.Enqueue commits for allocate).
+func (ssn *Session) NextAction() Action { return ssn.next }
 
 // AddStaticPredicateFn registers a predicate whose answer depends only on
 // the node object and the fields of the pod in its class signature

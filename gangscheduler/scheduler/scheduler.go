@@ -102,6 +102,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	if !s.cache.WaitForSync(ctx) {
 		return nil // ctx ended before the informers synced
 	}
+	metrics.CachesSynced.SetToCurrentTime()
 	s.opts.Log.V(1).Info("Caches synced; scheduling")
 	idle := time.NewTimer(0)
 	defer idle.Stop()

@@ -211,6 +211,9 @@ func summary(r report.Result) string {
 	out := fmt.Sprintf("%d pods, %d gangs bound; makespan %v (first bind %v), %.0f pods/s over it; CPU %v (%v/pod); peak RSS %d MiB; %.2f writes/pod; partial %d during, %d at the end; never bound %d; watch errors %d",
 		t.Pods, t.Gangs, t.Makespan.Round(time.Millisecond), t.FirstBind.Round(time.Millisecond), t.OverMakespan, r.PlacerCPU, r.CPUPerPod().Round(time.Microsecond),
 		r.PeakRSS>>20, r.WritesPerPod(), len(r.PartialDuring), len(r.Partial), len(r.NeverUp), r.WatchErrors)
+	if after, ok := r.FirstBindAfterSync(); ok {
+		out += fmt.Sprintf("; caches synced at %v, first bind %v after", r.CachesSynced.Round(time.Millisecond), after.Round(time.Millisecond))
+	}
 	if s := r.Stream; s != nil {
 		out += fmt.Sprintf("; stream: %d of %d arrived gangs bound whole, %d split across racks, wait %v median, %v p90; GPUs stranded %d median, %d max of %d samples",
 			s.Bound, s.Arrived, r.Quality.Racks.Split, s.Wait(0.5).Round(time.Millisecond), s.Wait(0.9).Round(time.Millisecond), s.StrandedMedian(), s.StrandedMax(), len(s.Stranded))

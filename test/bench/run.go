@@ -232,6 +232,7 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 	samples.final(ctx, proc)
 	res.Throughput = tracker.Throughput()
 	res.Cycles, res.Counters = samples.cycles, samples.counters
+	res.CachesSynced = cachesSynced(tracker.StartedAt(), samples.counters)
 	res.ActiveCPU = samples.cpu.Between(res.Throughput.FirstBind, res.Throughput.LastBind)
 	if prof != nil {
 		res.Profile = prof.stop(ctx)

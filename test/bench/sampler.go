@@ -73,6 +73,18 @@ func troupeCounters(samples []measure.Sample) map[string]float64 {
 	return out
 }
 
+// cachesSynced is when the placer's caches had synced, from the clock's
+// start, by troupe-scheduler's caches_synced_timestamp_seconds among its
+// counters (Unix time, from the same machine's clock); 0 when the placer
+// does not say.
+func cachesSynced(start time.Time, counters map[string]float64) time.Duration {
+	at := counters["caches_synced_timestamp_seconds"]
+	if at <= 0 {
+		return 0
+	}
+	return time.Unix(0, int64(at*float64(time.Second))).Sub(start)
+}
+
 // profiler takes back-to-back CPU profiles of a placer over its pprof
 // endpoint for as long as the run lasts; pprof merges them into one view.
 type profiler struct {

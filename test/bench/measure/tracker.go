@@ -52,6 +52,13 @@ func (t *Tracker) Start() {
 	t.start = t.now()
 }
 
+// StartedAt is when the clock started (Start).
+func (t *Tracker) StartedAt() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.start
+}
+
 // Elapsed is the time since the clock's start.
 func (t *Tracker) Elapsed() time.Duration {
 	t.mu.Lock()

@@ -319,6 +319,31 @@ func TestCycleBuckets(t *testing.T) {
 	}
 }
 
+func TestFirstBindAfterSync(t *testing.T) {
+	synced := func(at, firstBind time.Duration, pods int) Result {
+		r := result("S6x5", Troupe, 100, time.Second)
+		r.CachesSynced, r.Throughput.FirstBind, r.Throughput.Pods = at, firstBind, pods
+		return r
+	}
+	for _, tc := range []struct {
+		name   string
+		r      Result
+		want   time.Duration
+		wantOK bool
+	}{
+		{"synced, then bound", synced(400*time.Millisecond, 660*time.Millisecond, 9000), 260 * time.Millisecond, true},
+		{"a placer that does not say when it synced", synced(0, 350*time.Millisecond, 9000), 0, false},
+		{"nothing bound", synced(400*time.Millisecond, 0, 0), 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := tc.r.FirstBindAfterSync()
+			if got != tc.want || ok != tc.wantOK {
+				t.Errorf("FirstBindAfterSync = %v, %v; want %v, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
+
 func TestMarkdown(t *testing.T) {
 	failed := result("S1", "volcano", 0, 0)
 	failed.Err = errors.New("vc-scheduler exited | early\nsee log")
@@ -326,6 +351,7 @@ func TestMarkdown(t *testing.T) {
 	q.Quality = measure.Quality{Masters: 100, MastersOnCPU: 100, GPUs: 800, GPUsUsed: 800}
 	s4 := result("S4", Troupe, 100, time.Second)
 	s4.Counters = map[string]float64{"cycles_total": 4, "decision_duration_seconds_sum": 0.04, "decision_cpu_seconds_total": 0.02}
+	s4.CachesSynced, s4.Throughput.FirstBind = 300*time.Millisecond, 420*time.Millisecond
 	s4.Warm = &WarmRound{Pods: 200, Makespan: 400 * time.Millisecond, Counters: map[string]float64{
 		"cycles_total": 8, "snapshot_duration_seconds_sum": 0.008, "snapshot_duration_seconds_count": 8,
 		"decision_duration_seconds_sum": 0.02, "decision_cpu_seconds_total": 0.01, "predicate_evaluations_total": 11000,
@@ -375,6 +401,7 @@ func TestMarkdown(t *testing.T) {
 		// middle); gangs 1, 3, ... of 1 worker, 2, 4, ... of 2.
 		"### Topology stream (TS): who waits", "| placer | GPUs free | of them stranded | wait, 1 worker | wait, 2 workers |",
 		"| troupe | 8 | 8 | 5ms | 6ms |", "| volcano | 40 | 40 | 500ms | 600ms |",
+		"### Where Troupe's time goes", "| S4 | 300ms | 120ms | 4 |",
 		"### Troupe's warm rounds", "| S4 | 200 | 8 | 1ms | 100µs | 50µs | 20µs | 10µs | 55 | 400ms |",
 	} {
 		if !strings.Contains(out, want) {

@@ -60,6 +60,11 @@ type Result struct {
 	// harness stopped counting (--trailing): every write the placer made
 	// for the run is counted.
 	Quiet bool
+	// CachesSynced is when the placer had listed the cluster and could
+	// start placing, from the clock's start, as the placer reports it
+	// (troupe-scheduler's caches_synced_timestamp_seconds); 0 for a placer
+	// that does not.
+	CachesSynced time.Duration
 	// Stream is what a run of a streamed scenario (TS) measured of its
 	// gangs' arrivals: nil for the others.
 	Stream *measure.Stream
@@ -147,6 +152,17 @@ func (r Result) ActiveCPUPerPod() time.Duration {
 		return 0
 	}
 	return r.ActiveCPU / time.Duration(r.Throughput.Pods)
+}
+
+// FirstBindAfterSync is the time from the placer's caches having synced
+// to its first bind: the first cycle's own latency, without the start-up's
+// listing of the cluster. False when the placer does not report its sync
+// or bound nothing.
+func (r Result) FirstBindAfterSync() (time.Duration, bool) {
+	if r.CachesSynced <= 0 || r.Throughput.Pods == 0 {
+		return 0, false
+	}
+	return r.Throughput.FirstBind - r.CachesSynced, true
 }
 
 // DecisionPerPod is the time the placer's cycles spent deciding (its
