@@ -121,7 +121,7 @@ func commitsForAllocate(ssn *framework.Session) bool {
 }
 
 // enqueuePass is one run of enqueue: the trial statements of the jobs it
-// admitted, held until the end.
+// admitted, committed for allocate or held until the end.
 type enqueuePass struct {
 	ssn *framework.Session
 	// refused holds the gang shapes refused in this pass: a later gang of
