@@ -160,10 +160,10 @@ func TestEnqueueCommitsForAllocate(t *testing.T) {
 				}
 				checkCommitsForAllocate(t, c, plugs, seed)
 				early, total := committedEarly(t, c, plugs)
-				switch {
-				case early == 0:
+				switch early {
+				case 0:
 					none++
-				case early == total:
+				case total:
 					all++
 				default:
 					some++
