@@ -312,11 +312,13 @@ func (r *Reconciler) memberBroke(ctx context.Context, s *scope, pod *corev1.Pod,
 	// A member being deleted on a node that does not answer is stuck
 	// there: no kubelet confirms its end, and it will not come back.
 	stuck := isTerminating(pod) && node.notReadySince != nil
-	// A member whose own program failed broke by itself, whatever became
-	// of its node since: the node can go between the failure and this
-	// look (an operator failing over), and the failure came first.
-	ownFailure := pod.Status.Phase == corev1.PodFailed && !isDisruption(pod)
-	if (lost || stuck) && !ownFailure && g.restartsOn(kubeflowv1.GangRestartOnNodeLost) {
+	// A member whose own program ended, failed or succeeded, ended by
+	// itself, whatever became of its node since: the node can go between
+	// the end and this look (an operator failing over), and the end came
+	// first. A failure is judged below as the program's; a success lost
+	// nothing with its node.
+	endedOnItsOwn := pod.Status.Phase == corev1.PodSucceeded || (pod.Status.Phase == corev1.PodFailed && !isDisruption(pod))
+	if (lost || stuck) && !endedOnItsOwn && g.restartsOn(kubeflowv1.GangRestartOnNodeLost) {
 		return &gangTrigger{trigger: kubeflowv1.GangRestartOnNodeLost, member: pod.Name,
 			message: fmt.Sprintf("pod %s: %s", pod.Name, node.describe(pod.Spec.NodeName))}, nil
 	}

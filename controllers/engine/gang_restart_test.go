@@ -324,6 +324,38 @@ var _ = Describe("Whole-gang restarts", func() {
 		}).Should(Succeed())
 	})
 
+	// Found by the chaos soak (seed 906235438): every member of a job
+	// succeeded, then, before the operator looked (it was failing over),
+	// one member's node was deleted; the operator restarted the gang for a
+	// node loss instead of seeing the job succeed.
+	It("lets a job whose members succeeded succeed when a member's node is gone by the time it looks", func() {
+		startOperator()
+		node := testutil.MakeNode("done-"+ns).Capacity("8", "32Gi").Obj()
+		Expect(testutil.CreateReadyNode(ctx, suite.Client, node)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(suite.Client.Delete(context.Background(), node))).To(Succeed()) })
+
+		Expect(suite.Client.Create(ctx, gangJob("donegone", "ExitCode", gangRestart(func(gp *kubeflowv1.GangPolicy) {
+			gp.NodeLostTimeoutSeconds = ptr.To[int32](0)
+		})).Obj())).To(Succeed())
+		pods := generation("donegone", 0, 4)
+		Expect(testutil.BindPod(ctx, suite.Client, &pods[1], node.Name)).To(Succeed())
+		jobs.runAll(pods)
+		jobs.expectCondition("donegone", "Running", "TFJobRunning")
+
+		Expect(op.Stop()).To(Succeed())
+		op = nil
+		for i := range pods {
+			Expect(testutil.SetPodPhase(ctx, suite.Client, &pods[i], corev1.PodSucceeded)).To(Succeed())
+		}
+		Expect(suite.Client.Delete(ctx, node)).To(Succeed())
+		startOperator()
+
+		got := jobs.expectCondition("donegone", "Succeeded", "TFJobSucceeded")
+		Expect(got.Status.Gang.Generation).To(BeZero(), "nothing was lost: the member had finished")
+		Expect(got.Status.Gang.Disruptions).To(BeZero())
+		Expect(got.Status.Gang.LastRestart).To(BeNil())
+	})
+
 	It("force-deletes a member stuck Terminating on a lost node after its grace period, and restarts the gang", func() {
 		startOperator()
 		node := testutil.MakeNode("lost-"+ns).Capacity("8", "32Gi").Obj()
