@@ -356,6 +356,24 @@ var _ = Describe("Whole-gang restarts", func() {
 		Expect(got.Status.Gang.LastRestart).To(BeNil())
 	})
 
+	It("lets a job whose chief succeeded succeed when a worker broke beside it before the operator looked", func() {
+		startOperator()
+		Expect(suite.Client.Create(ctx, gangJob("chiefdone", "ExitCode", gangRestart()).Obj())).To(Succeed())
+		pods := running("chiefdone")
+
+		Expect(op.Stop()).To(Succeed())
+		op = nil
+		chief, worker := &pods[0], &pods[2]
+		Expect(chief.Labels).To(HaveKeyWithValue(kubeflowv1.ReplicaTypeLabel, "chief"))
+		Expect(testutil.SetPodPhase(ctx, suite.Client, chief, corev1.PodSucceeded)).To(Succeed())
+		Expect(testutil.EvictPod(ctx, suite.Client, worker)).To(Succeed())
+		startOperator()
+
+		got := jobs.expectCondition("chiefdone", "Succeeded", "TFJobSucceeded")
+		Expect(got.Status.Gang.Generation).To(BeZero(), "the chief's result exists: nothing to run again")
+		Expect(got.Status.Gang.LastRestart).To(BeNil())
+	})
+
 	It("force-deletes a member stuck Terminating on a lost node after its grace period, and restarts the gang", func() {
 		startOperator()
 		node := testutil.MakeNode("lost-"+ns).Capacity("8", "32Gi").Obj()

@@ -364,6 +364,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) error {
 	if exceeded, msg := pastBackoffLimit(s.job, s.pods); exceeded && pass.backoffExceeded == "" {
 		pass.backoffExceeded = msg
 	}
+	outcome := r.fw.Outcome(s.job, pass.replicas)
 	switch {
 	case pass.backoffExceeded != "":
 		s.recreate = nil
@@ -373,7 +374,12 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) error {
 		s.recreate = nil
 		r.failJob(s, kind+"Failed", fmt.Sprintf("%s %s has failed: %s", kind, s.job.GetName(), pass.permanentFailure))
 		return nil
-	case pass.gangRestart != nil:
+	case pass.gangRestart != nil && !outcome.Succeeded:
+		// A job whose success rule holds has succeeded whatever broke
+		// beside it (a worker preempted, or its node lost, as the chief
+		// finished and before this pass): its program's result exists, and
+		// a gang restart would run it again. Broken members count in no
+		// phase, so they cannot make the rule hold.
 		r.restartGang(s, pass.gangRestart)
 		return nil
 	}
@@ -387,7 +393,6 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) error {
 		// run again, rather than looking Running with members missing.
 		return nil
 	}
-	outcome := r.fw.Outcome(s.job, pass.replicas)
 	switch {
 	case outcome.Succeeded:
 		msg := fmt.Sprintf("%s %s successfully completed.", kind, s.job.GetName())
