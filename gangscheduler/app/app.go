@@ -196,7 +196,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 // gate. Its client has its own rate limiter, as kube-scheduler's events
 // client does, so events never take a bind's place in the client's queue.
 func startRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, name string, gate *eventsink.Gate) (events.EventRecorder, func(), error) {
-	own := rest.CopyConfig(cfg)
+	own := cmdutil.Protobuf(cfg)
 	own.RateLimiter = nil // a bucket of its own at the same rate, not the binds' (cmdutil.LimitClients)
 	cl, err := eventsv1client.NewForConfig(own)
 	if err != nil {

@@ -109,6 +109,8 @@ func FenceLeaderElection(cfg *rest.Config, o *ctrl.Options) (*LeaseFence, error)
 	if !o.LeaderElection {
 		return nil, nil
 	}
+	// The lock and its events are Kubernetes' own kinds (a Lease, events).
+	cfg = Protobuf(cfg)
 	events, err := newLockEvents(cfg)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ import (
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/internal/cmdutil"
 	"github.com/troupe-ml/troupe/internal/localcluster"
 	"github.com/troupe-ml/troupe/test/bench/measure"
 )
@@ -109,7 +110,9 @@ func (c *cluster) connect(cfg *rest.Config, dir string) error {
 	if c.client, err = client.New(c.cfg, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
-	if c.clientset, err = kubernetes.NewForConfig(c.cfg); err != nil {
+	// Protobuf, as the schedulers speak it: the harness's own watch of
+	// every bind should cost the API server as little as it can.
+	if c.clientset, err = kubernetes.NewForConfig(cmdutil.Protobuf(c.cfg)); err != nil {
 		return err
 	}
 	// The placer is its own user, with every right, as a scheduler
@@ -136,7 +139,7 @@ func (c *cluster) connect(cfg *rest.Config, dir string) error {
 
 // metrics reads the API server's /metrics.
 func (c *cluster) metrics(ctx context.Context) ([]measure.Sample, error) {
-	raw, err := c.clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").Do(ctx).Raw()
+	raw, err := c.clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").SetHeader("Accept", "text/plain").Do(ctx).Raw()
 	if err != nil {
 		return nil, fmt.Errorf("read the API server's metrics: %w", err)
 	}

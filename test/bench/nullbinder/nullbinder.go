@@ -126,7 +126,9 @@ func Main(ctx context.Context, args []string, stderr io.Writer) int {
 // Run binds pending pods until ctx ends. The node list is read once at
 // start: the benchmark's nodes exist before any placer starts.
 func Run(ctx context.Context, cfg *rest.Config, o *Options) error {
-	cfg = rest.CopyConfig(cfg)
+	// Protobuf, as kube-scheduler speaks: the ceiling is the least the API
+	// server can be asked to do for a bind.
+	cfg = cmdutil.Protobuf(cfg)
 	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
