@@ -122,6 +122,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 		// Every pod of the cluster is cached; managed fields are most of
 		// a pod's bytes and the scheduler never reads them.
 		Cache: ctrlcache.Options{DefaultTransform: ctrlcache.TransformStripManagedFields()},
+		// The first cycle starts as soon as the informers have listed the
+		// cluster, not at the sync check's next 100 ms poll.
+		NewCache: cmdutil.PromptSync(ctrlcache.New),
 	}
 	opts.LeaderElection.Apply(&mgrOpts)
 	for _, tune := range tuning {
