@@ -220,25 +220,32 @@ var _ = Describe("Whole-gang restarts", func() {
 		jobs.expectCondition("evicted", "Running", "TFJobRunning")
 	})
 
+	// runningWithMemberOnNode starts the operator and a job whose node-lost
+	// timeout is 0, binds its member index to a node of its own, and waits
+	// until the gang runs; it returns the pods and that node.
+	runningWithMemberOnNode := func(name string, index int) ([]corev1.Pod, *corev1.Node) {
+		startOperator()
+		node := testutil.MakeNode(name+"-"+ns).Capacity("8", "32Gi").Obj()
+		ExpectWithOffset(1, testutil.CreateReadyNode(ctx, suite.Client, node)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(suite.Client.Delete(context.Background(), node))).To(Succeed()) })
+
+		ExpectWithOffset(1, suite.Client.Create(ctx, gangJob(name, "ExitCode", gangRestart(func(gp *kubeflowv1.GangPolicy) {
+			gp.NodeLostTimeoutSeconds = ptr.To[int32](0)
+		})).Obj())).To(Succeed())
+		pods := generation(name, 0, 4)
+		ExpectWithOffset(1, testutil.BindPod(ctx, suite.Client, &pods[index], node.Name)).To(Succeed())
+		jobs.runAll(pods)
+		jobs.expectCondition(name, "Running", "TFJobRunning")
+		return pods, node
+	}
+
 	// Found by the chaos soak (seed 265900617): a member's program failed,
 	// then, before the operator looked (it was failing over), the member's
 	// node was deleted; the operator counted a node loss, a disruption, for
 	// what was the member's own failure.
 	It("counts a member that failed on its own as a failure when its node is gone by the time it looks", func() {
-		startOperator()
-		node := testutil.MakeNode("gone-"+ns).Capacity("8", "32Gi").Obj()
-		Expect(testutil.CreateReadyNode(ctx, suite.Client, node)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(suite.Client.Delete(context.Background(), node))).To(Succeed()) })
-
-		Expect(suite.Client.Create(ctx, gangJob("failedgone", "ExitCode", gangRestart(func(gp *kubeflowv1.GangPolicy) {
-			gp.NodeLostTimeoutSeconds = ptr.To[int32](0)
-		})).Obj())).To(Succeed())
-		pods := generation("failedgone", 0, 4)
+		pods, node := runningWithMemberOnNode("failedgone", 1)
 		member := pods[1]
-		Expect(testutil.BindPod(ctx, suite.Client, &member, node.Name)).To(Succeed())
-		jobs.runAll(pods)
-		jobs.expectCondition("failedgone", "Running", "TFJobRunning")
-
 		// Both happen while no operator runs, so that it sees them together.
 		Expect(op.Stop()).To(Succeed())
 		op = nil
@@ -329,19 +336,7 @@ var _ = Describe("Whole-gang restarts", func() {
 	// one member's node was deleted; the operator restarted the gang for a
 	// node loss instead of seeing the job succeed.
 	It("lets a job whose members succeeded succeed when a member's node is gone by the time it looks", func() {
-		startOperator()
-		node := testutil.MakeNode("done-"+ns).Capacity("8", "32Gi").Obj()
-		Expect(testutil.CreateReadyNode(ctx, suite.Client, node)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(suite.Client.Delete(context.Background(), node))).To(Succeed()) })
-
-		Expect(suite.Client.Create(ctx, gangJob("donegone", "ExitCode", gangRestart(func(gp *kubeflowv1.GangPolicy) {
-			gp.NodeLostTimeoutSeconds = ptr.To[int32](0)
-		})).Obj())).To(Succeed())
-		pods := generation("donegone", 0, 4)
-		Expect(testutil.BindPod(ctx, suite.Client, &pods[1], node.Name)).To(Succeed())
-		jobs.runAll(pods)
-		jobs.expectCondition("donegone", "Running", "TFJobRunning")
-
+		pods, node := runningWithMemberOnNode("donegone", 1)
 		Expect(op.Stop()).To(Succeed())
 		op = nil
 		for i := range pods {
