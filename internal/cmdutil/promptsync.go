@@ -2,6 +2,8 @@ package cmdutil
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,7 +25,9 @@ import (
 // moment each has synced, and only then asks the cache itself, whose
 // first look then finds them synced. An informer made some other way (a
 // cached client's first read of a kind) is still waited for, at the poll's
-// pace.
+// pace. An informer handed out and then removed (RemoveInformer) before it
+// synced would hold the wait until its context ends: the scheduler removes
+// none.
 func PromptSync(newCache ctrlcache.NewCacheFunc) ctrlcache.NewCacheFunc {
 	return func(cfg *rest.Config, opts ctrlcache.Options) (ctrlcache.Cache, error) {
 		c, err := newCache(cfg, opts)
@@ -37,8 +41,10 @@ func PromptSync(newCache ctrlcache.NewCacheFunc) ctrlcache.NewCacheFunc {
 type promptSync struct {
 	ctrlcache.Cache
 
-	mu       sync.Mutex
-	checkers []toolscache.DoneChecker
+	mu sync.Mutex
+	// checkers are the sync checkers of the informers handed out, one per
+	// informer however often it is asked for.
+	checkers map[ctrlcache.Informer]toolscache.DoneChecker
 }
 
 // syncChecker is what client-go's shared informers offer beside HasSynced.
@@ -50,7 +56,10 @@ func (c *promptSync) note(inf ctrlcache.Informer) {
 	if s, ok := inf.(syncChecker); ok {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		c.checkers = append(c.checkers, s.HasSyncedChecker())
+		if c.checkers == nil {
+			c.checkers = map[ctrlcache.Informer]toolscache.DoneChecker{}
+		}
+		c.checkers[inf] = s.HasSyncedChecker()
 	}
 }
 
@@ -72,7 +81,7 @@ func (c *promptSync) GetInformerForKind(ctx context.Context, gvk schema.GroupVer
 
 func (c *promptSync) WaitForCacheSync(ctx context.Context) bool {
 	c.mu.Lock()
-	checkers := c.checkers
+	checkers := slices.Collect(maps.Values(c.checkers))
 	c.mu.Unlock()
 	if !toolscache.WaitFor(ctx, "", checkers...) {
 		return false

@@ -77,8 +77,13 @@ func TestPromptSyncWaitsForItsInformers(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := c.GetInformer(ctx, &corev1.Pod{}); err != nil {
-		t.Fatal(err)
+	for range 2 { // asked for twice, waited on once
+		if _, err := c.GetInformer(ctx, &corev1.Pod{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(c.(*promptSync).checkers); n != 1 {
+		t.Fatalf("%d sync checkers for one informer, want 1", n)
 	}
 	go inner.informer.RunWithContext(ctx)
 
