@@ -280,13 +280,21 @@ func (s *state) eligibilityOf(task *api.TaskInfo) *eligibility {
 	}
 	logger := klog.Background()
 	for _, n := range s.ssn.NodeList {
-		if !hasAllKeys(n.Node, r.Spread) {
+		// As in kube-scheduler, a node counts for the filter's constraints
+		// if it has every DoNotSchedule key, and for the score's if it has
+		// every ScheduleAnyway key: a key only the score asks for does not
+		// take a node out of the filter's domains.
+		hasKeys := [2]bool{hasAllKeys(n.Node, r.Spread, false), hasAllKeys(n.Node, r.Spread, true)}
+		if !hasKeys[0] && !hasKeys[1] {
 			continue
 		}
 		affinity, _ := task.RequiredAffinity.Match(n.Node)
 		var tolerated *bool
 		for i := range r.Spread {
 			con := &r.Spread[i]
+			if !hasKeys[b2i(con.DoNotSchedule)] {
+				continue
+			}
 			if con.HonorNodeAffinity && !affinity {
 				continue
 			}
@@ -311,13 +319,25 @@ func (s *state) eligibilityOf(task *api.TaskInfo) *eligibility {
 	return e
 }
 
-func hasAllKeys(node *corev1.Node, cons []api.SpreadConstraint) bool {
+// hasAllKeys reports whether node has the topology key of every
+// constraint whose DoNotSchedule is doNotSchedule.
+func hasAllKeys(node *corev1.Node, cons []api.SpreadConstraint, doNotSchedule bool) bool {
 	for i := range cons {
+		if cons[i].DoNotSchedule != doNotSchedule {
+			continue
+		}
 		if _, ok := node.Labels[cons[i].TopologyKey]; !ok {
 			return false
 		}
 	}
 	return true
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func doNotSchedule(t *corev1.Taint) bool {
@@ -328,7 +348,7 @@ func doNotSchedule(t *corev1.Taint) bool {
 // NormalizeScore over the ScheduleAnyway constraints: per node, the
 // matching pods of its domains weighted by log(domains + 2), plus maxSkew
 // - 1; then lower is better, scaled to [0, 100]; a node without every
-// constraint's key scores 0.
+// ScheduleAnyway constraint's key scores 0.
 func (s *state) scoreFeasible(task *api.TaskInfo, nodes []*api.NodeInfo, scores []int64) {
 	r := task.Rules
 	c := s.countsOf(task)
@@ -343,7 +363,7 @@ func (s *state) scoreFeasible(task *api.TaskInfo, nodes []*api.NodeInfo, scores 
 		}
 		seen := map[string]bool{}
 		for j, n := range nodes {
-			if !hasAllKeys(n.Node, r.Spread) {
+			if !hasAllKeys(n.Node, r.Spread, false) {
 				ignored[j] = true
 				continue
 			}

@@ -159,6 +159,23 @@ func TestDoNotSchedule(t *testing.T) {
 			reason:  string(podtopologyspread.ReasonNodeLabelNotMatch),
 		},
 		{
+			// Found by the differential suite (seed 1795789386953851447):
+			// a1 lacks the rack key, which only the ScheduleAnyway
+			// constraint asks for. It still counts for the zone filter, as
+			// in kube-scheduler: zone a holds 2 of the selector's pods and
+			// zone b (whose node has no GPU) none, so a1 would make the
+			// skew 3.
+			name: "a key only ScheduleAnyway asks for does not take a node out of the filter's domains",
+			nodes: []*corev1.Node{gpuNode("a1", "a").Obj(),
+				st.MakeNode("b1").Capacity("16", "64Gi", 0).Label(zone, "b").Label("example.com/rack", "r1").Obj()},
+			pods: append([]*corev1.Pod{running("x-0", "a1", "job", "g"), running("x-1", "a1", "job", "g")},
+				workers("g", 1, func(p *st.PodWrapper) {
+					p.Spread(1, zone, dns, nil, "job", "g").Spread(1, "example.com/rack", corev1.ScheduleAnyway, nil, "job", "g")
+				})...),
+			members: 1,
+			reason:  string(podtopologyspread.ReasonConstraintsNotMatch),
+		},
+		{
 			// Two zones, minDomains 3: the global minimum counts as 0, so
 			// no zone may take more than maxSkew, and a gang of 3 with
 			// maxSkew 1 cannot be placed.
