@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -224,6 +225,50 @@ var _ = Describe("Cache", func() {
 			g.Expect(st.Snapshot.Nodes[b].Used.MilliCPU).To(Equal(int64(1000)))
 		}).Should(Succeed())
 		Expect(c.Assumed()).To(BeZero())
+	})
+
+	It("waits until the informer shows pods bound or gone, and no longer than its timeout", func() {
+		a := node("a")
+		create(
+			testutil.MakePodGroup("pg", ns).Obj(),
+			testutil.MakeGangPod("p", ns).Group("pg").Obj(),
+			testutil.MakeGangPod("q", ns).Group("pg").Obj(),
+			testutil.MakeGangPod("r", ns).Group("pg").Obj(),
+		)
+		DeferCleanup(func() {
+			Expect(suite.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))).To(Succeed())
+		})
+		pods := map[string]*corev1.Pod{}
+		Eventually(func(g Gomega) {
+			job := snapshot(g).Snapshot.Jobs[api.NewJobID(ns, "pg")]
+			g.Expect(job).NotTo(BeNil())
+			g.Expect(job.Tasks).To(HaveLen(3))
+			for _, t := range job.Tasks {
+				pods[t.Pod.Name] = t.Pod
+			}
+		}).Should(Succeed())
+		bind := func(name string) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+			ExpectWithOffset(1, suite.Client.SubResource("binding").Create(ctx, pod, &corev1.Binding{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Target:     corev1.ObjectReference{Kind: "Node", Name: a},
+			})).To(Succeed())
+		}
+
+		By("a pod never bound: the wait ends at its timeout, the pod unseen")
+		Expect(c.AwaitBound(ctx, []*corev1.Pod{pods["p"]}, 200*time.Millisecond)).To(Equal(1))
+
+		By("two pods, bound one after the other: the wait ends when the second shows bound")
+		unseen := make(chan int, 1)
+		go func() { unseen <- c.AwaitBound(ctx, []*corev1.Pod{pods["p"], pods["q"]}, time.Minute) }()
+		bind("q")
+		Consistently(unseen).WithTimeout(300*time.Millisecond).ShouldNot(Receive(), "p is not bound yet")
+		bind("p")
+		Eventually(unseen).WithTimeout(30 * time.Second).Should(Receive(Equal(0)))
+
+		By("a pod deleted counts as seen: it will never show bound")
+		Expect(suite.Client.Delete(ctx, pods["r"], client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func() int { return c.AwaitBound(ctx, []*corev1.Pod{pods["r"]}, 100*time.Millisecond) }).Should(BeZero())
 	})
 
 	// The storage objects are looked up in the informers' stores, and a

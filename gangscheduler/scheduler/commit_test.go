@@ -64,6 +64,17 @@ func (w *watchBinds) Execute(ssn *framework.Session) {
 	}
 }
 
+// knobs vary the scheduler a commit spec assembles.
+type knobs struct {
+	fence func() error
+	// extra actions run after allocate.
+	extra         []framework.Action
+	bindsSeenWait time.Duration
+	// frozen stops the informers once they have synced: the cache keeps
+	// what they listed and shows nothing after, binds included.
+	frozen bool
+}
+
 var _ = Describe("a cycle's commit", Serial, func() {
 	var (
 		ctx context.Context
@@ -90,23 +101,35 @@ var _ = Describe("a cycle's commit", Serial, func() {
 	}
 
 	// newScheduler assembles troupe-scheduler from its parts over a fresh
-	// informer cache, with the allocate action and then extra.
-	newScheduler := func(fence func() error, extra ...framework.Action) *scheduler.Scheduler {
+	// informer cache, with the allocate action and then k.extra.
+	newScheduler := func(k knobs) *scheduler.Scheduler {
 		cctx, cancel := context.WithCancel(ctx)
 		DeferCleanup(cancel)
 		informers, err := ctrlcache.New(suite.Env.Config, ctrlcache.Options{Scheme: scheme.Scheme})
 		Expect(err).NotTo(HaveOccurred())
 		c, err := cache.New(cctx, informers, cache.Options{SchedulerName: "troupe-scheduler"})
 		Expect(err).NotTo(HaveOccurred())
-		go func() { _ = informers.Start(cctx) }()
+		informersCtx, stopInformers := context.WithCancel(cctx)
+		DeferCleanup(stopInformers)
+		go func() { _ = informers.Start(informersCtx) }()
 		Expect(c.WaitForSync(cctx)).To(BeTrue())
+		if k.frozen {
+			stopInformers()
+		}
 		recorder := clientevents.NewFakeRecorder(1000)
 		return scheduler.New(c, binder.New(suite.Client, recorder, 4), status.NewWriter(suite.Client, recorder, 4),
 			scheduler.Options{
-				Actions: append([]framework.Action{actions.NewAllocate()}, extra...),
-				Plugins: plugins.Default(),
-				Fence:   fence,
+				Actions:       append([]framework.Action{actions.NewAllocate()}, k.extra...),
+				Plugins:       plugins.Default(),
+				Fence:         k.fence,
+				BindsSeenWait: k.bindsSeenWait,
 			})
+	}
+
+	podGroupPhase := func(g int) schedulingv1alpha1.PodGroupPhase {
+		var pg schedulingv1alpha1.PodGroup
+		ExpectWithOffset(1, suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("g%d", g)}, &pg)).To(Succeed())
+		return pg.Status.Phase
 	}
 
 	boundPods := func(g Gomega) map[string]string {
@@ -130,16 +153,43 @@ var _ = Describe("a cycle's commit", Serial, func() {
 	It("starts a gang's binds while the session is still deciding, and writes the status after them", func() {
 		gangs(3)
 		watch := &watchBinds{c: suite.Client, ns: ns, wait: 20 * time.Second}
-		s := newScheduler(nil, watch)
+		s := newScheduler(knobs{extra: []framework.Action{watch}})
 		Expect(s.RunOnce(ctx)).To(Succeed())
 
 		Expect(watch.bound.Load()).To(BeTrue(),
 			"the API server showed %d of 6 pods bound while the session went on: binds waited for the session's end", watch.saw.Load())
 		Expect(boundPods(Default)).To(HaveLen(6))
 		for g := range 3 {
-			var pg schedulingv1alpha1.PodGroup
-			Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("g%d", g)}, &pg)).To(Succeed())
-			Expect(pg.Status.Phase).To(Equal(schedulingv1alpha1.PodGroupRunning), "PodGroup g%d", g)
+			Expect(podGroupPhase(g)).To(Equal(schedulingv1alpha1.PodGroupRunning), "PodGroup g%d", g)
+		}
+	})
+
+	// The status writes wait for the scheduler's own informer to show the
+	// cycle's binds, so that they do not take the API server's time while
+	// it sends the binds to their watchers; a watch that never shows them
+	// holds the status back by BindsSeenWait at most.
+	It("writes the status once its informer shows the binds, without waiting out BindsSeenWait", func() {
+		gangs(2)
+		s := newScheduler(knobs{bindsSeenWait: time.Minute})
+		start := time.Now()
+		Expect(s.RunOnce(ctx)).To(Succeed())
+		Expect(time.Since(start)).To(BeNumerically("<", 30*time.Second), "the cycle waited for binds its informer had shown")
+		Expect(boundPods(Default)).To(HaveLen(4))
+		for g := range 2 {
+			Expect(podGroupPhase(g)).To(Equal(schedulingv1alpha1.PodGroupRunning), "PodGroup g%d", g)
+		}
+	})
+
+	It("writes the status after BindsSeenWait when its informer never shows the binds", func() {
+		gangs(2)
+		const wait = 2 * time.Second
+		s := newScheduler(knobs{bindsSeenWait: wait, frozen: true})
+		start := time.Now()
+		Expect(s.RunOnce(ctx)).To(Succeed())
+		Expect(time.Since(start)).To(BeNumerically(">=", wait), "the status did not wait for the binds to show")
+		Expect(boundPods(Default)).To(HaveLen(4))
+		for g := range 2 {
+			Expect(podGroupPhase(g)).To(Equal(schedulingv1alpha1.PodGroupRunning), "PodGroup g%d: the status was not written after the wait", g)
 		}
 	})
 
@@ -154,7 +204,7 @@ var _ = Describe("a cycle's commit", Serial, func() {
 			}
 			return nil
 		}
-		s := newScheduler(fence)
+		s := newScheduler(knobs{fence: fence})
 		Expect(s.RunOnce(ctx)).To(Succeed())
 
 		bound := boundPods(Default)
@@ -164,9 +214,7 @@ var _ = Describe("a cycle's commit", Serial, func() {
 			_, a := bound[fmt.Sprintf("g%d-0", g)]
 			_, b := bound[fmt.Sprintf("g%d-1", g)]
 			Expect(a).To(Equal(b), "gang g%d bound partly", g)
-			var pg schedulingv1alpha1.PodGroup
-			Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("g%d", g)}, &pg)).To(Succeed())
-			Expect(pg.Status.Phase).To(BeEmpty(), "a fenced cycle wrote the status of PodGroup g%d", g)
+			Expect(podGroupPhase(g)).To(BeEmpty(), "a fenced cycle wrote the status of PodGroup g%d", g)
 		}
 		Consistently(boundPods).WithTimeout(time.Second).Should(HaveLen(2))
 	})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
@@ -38,6 +39,10 @@ const (
 	// an unschedulable pod (podMaxBackoffSeconds): how stale its view of
 	// why a pod waits may be, and so how stale a waiting gang's may be.
 	DefaultUnschedulableRefresh = 10 * time.Second
+	// DefaultBindsSeenWait bounds how long a cycle's status writes wait
+	// for the informer to show its binds (cache.AwaitBound): a watch that
+	// lags longer must not hold the next cycle back.
+	DefaultBindsSeenWait = 2 * time.Second
 )
 
 // Options configure the loop.
@@ -64,6 +69,10 @@ type Options struct {
 	// members on nodes are reclaimed (actions.PartialGangs); negative
 	// means actions.DefaultPartialGangGrace.
 	PartialGangGrace time.Duration
+	// BindsSeenWait is the longest a cycle's status writes wait for the
+	// pod informer to show the cycle's binds (0: DefaultBindsSeenWait;
+	// negative: they do not wait).
+	BindsSeenWait time.Duration
 	// Fence, if set, is asked whether this replica still leads
 	// (cmdutil.LeaseFence) before each gang's binds and before the
 	// cycle's evictions and status writes; once it refuses, the cycle
@@ -89,6 +98,9 @@ func New(c *cache.Cache, b *binder.Binder, w *status.Writer, opts Options) *Sche
 	}
 	if opts.PartialGangGrace < 0 {
 		opts.PartialGangGrace = actions.DefaultPartialGangGrace
+	}
+	if opts.BindsSeenWait == 0 {
+		opts.BindsSeenWait = DefaultBindsSeenWait
 	}
 	return &Scheduler{cache: c, binder: b, status: w, opts: opts, refusals: newBindRefusals(BindRefusalTTL), now: time.Now}
 }
@@ -181,10 +193,12 @@ func (s *Scheduler) RunOnce(ctx context.Context) error {
 	}
 	c.holdEvents()
 	evictErr := s.evict(ctx, state, d)
+	seenWait, unseen := c.awaitBindsSeen()
 	writeErr := s.writeStatus(ctx, state, d, time.Now())
 	if len(d.bindings)+len(d.evictions) > 0 {
 		s.opts.Log.V(1).Info("Cycle committed", "binds", len(d.bindings), "evictions", len(d.evictions), "duration", time.Since(start),
-			"snapshot", snapshotted.Sub(start), "session", decided.Sub(snapshotted), "firstBind", c.firstDispatch.Sub(start))
+			"snapshot", snapshotted.Sub(start), "session", decided.Sub(snapshotted), "firstBind", c.firstDispatch.Sub(start),
+			"bindsSeenAfter", seenWait, "bindsUnseen", unseen)
 	}
 	return errors.Join(bindErr, evictErr, writeErr)
 }
@@ -333,6 +347,8 @@ type commit struct {
 	refused       error
 	release       func()
 	firstDispatch time.Time
+	// bound are the pods whose binds succeeded, in the order dispatched.
+	bound []*corev1.Pod
 }
 
 // dispatch is the session's OnCommit hook: it starts the binds of a gang
@@ -408,11 +424,25 @@ func (c *commit) settle() error {
 			continue
 		}
 		d.Task.Status = api.Bound
+		c.bound = append(c.bound, d.Task.Pod)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d binds failed, retried next cycle; first: %w", len(failed), len(c.sent), failed[0])
 	}
 	return nil
+}
+
+// awaitBindsSeen waits, at most BindsSeenWait, until the pod informer
+// shows the cycle's binds (cache.AwaitBound): the statuses that follow are
+// worth less to anyone than the binds reaching their watchers. It returns
+// how long it waited and how many binds were still not shown.
+func (c *commit) awaitBindsSeen() (time.Duration, int) {
+	if c.s.opts.BindsSeenWait < 0 || len(c.bound) == 0 {
+		return 0, 0
+	}
+	start := time.Now()
+	unseen := c.s.cache.AwaitBound(c.ctx, c.bound, c.s.opts.BindsSeenWait)
+	return time.Since(start), unseen
 }
 
 // evict deletes the evicted pods, after the binds: a preemptor never binds
