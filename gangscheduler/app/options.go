@@ -68,10 +68,12 @@ func NewOptions() *Options {
 		// protects it.
 		QPS:   DefaultQPS,
 		Burst: DefaultQPS,
-		// 64, measured: at 16 a 5000-node backlog's binds waited on
-		// the API server's latency (docs/benchmarks.md, "Binds in
-		// flight").
-		BindWorkers:          64,
+		// 256, measured: at 16 a 5000-node backlog's binds waited on
+		// the API server's latency, and once status writes waited for
+		// the binds to be seen, 256 beat 64 at 1000 nodes too
+		// (docs/benchmarks.md, "Binds in flight", "Status after the
+		// binds are seen").
+		BindWorkers:          256,
 		PodScheduledEvents:   true,
 		MinCyclePeriod:       scheduler.DefaultMinCyclePeriod,
 		MaxIdlePeriod:        scheduler.DefaultMaxIdlePeriod,

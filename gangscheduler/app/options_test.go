@@ -31,7 +31,7 @@ func TestParseFlags(t *testing.T) {
 			name: "defaults",
 			args: func(*testing.T) []string { return nil },
 			check: func(t *testing.T, o *Options) {
-				if o.SchedulerName != "troupe-scheduler" || o.BindWorkers != 64 || !o.PodScheduledEvents || o.MinCyclePeriod != 100*time.Millisecond ||
+				if o.SchedulerName != "troupe-scheduler" || o.BindWorkers != 256 || !o.PodScheduledEvents || o.MinCyclePeriod != 100*time.Millisecond ||
 					o.MaxIdlePeriod != time.Second || o.LeaderElect || o.QPS != 5000 || o.Burst != 5000 || o.PartialGangGrace != 30*time.Second ||
 					o.LeaderElection.LeaseDuration != 15*time.Second || o.WatchListClient || o.UnschedulableRefresh != 10*time.Second {
 					t.Errorf("unexpected defaults: %+v", o)
