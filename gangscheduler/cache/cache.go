@@ -168,9 +168,9 @@ func signal(ch chan struct{}) {
 // watchers (a kubelet, a job's operator), and a burst of status writes
 // begun sooner takes the API server's time from sending them (on 2 cores,
 // 500 PodGroup status patches at 256 in flight right after 2000 binds
-// delayed the last bind's watch event by about 0.9 s). Binds land in about the order they
-// were sent, so pods is read front to back and each event rechecks only
-// from the first pod not yet seen.
+// delayed the last bind's watch event by about 0.9 s). Binds land in
+// about the order they were sent, so pods is read front to back and each
+// event rechecks only from the first pod not yet seen.
 //
 // Without a pod store (an informer that exposes none) it returns at once,
 // having seen nothing.
