@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -81,6 +82,10 @@ func ParseFlags(args []string, stderr io.Writer) (*Options, error) {
 }
 
 // CRDs the scheduler cannot run without, and the file that installs each.
+// defaultQueueWait bounds how long the first cycle waits for the cache to
+// show the default Queue the scheduler creates at start.
+const defaultQueueWait = 5 * time.Second
+
 var requiredCRDs = []struct {
 	kind schema.GroupVersionKind
 	file string
@@ -182,6 +187,17 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 			UnschedulableRefresh: opts.UnschedulableRefresh,
 			Fence:                fence.Checker(),
 			Log:                  ctrl.Log.WithName("scheduler"),
+			// The informers list at resourceVersion "0", from the API
+			// server's watch cache, which may not hold yet the default
+			// Queue created above; a first cycle without it would refuse
+			// every gang of that queue (QueueNotFound) in their status and
+			// events, and bind them a cycle later.
+			StartAfter: func(ctx context.Context) {
+				if !c.AwaitObject(ctx, queues.DefaultQueue(), defaultQueueWait) {
+					ctrl.Log.WithName("scheduler").Info("The default Queue is not in the cache yet; scheduling without it",
+						"queue", schedulingv1alpha1.DefaultQueueName, "waited", defaultQueueWait)
+				}
+			},
 		})
 	if err := mgr.Add(sched); err != nil {
 		return err

@@ -197,6 +197,26 @@ func (c *Cache) AwaitBound(ctx context.Context, pods []*corev1.Pod, timeout time
 	}
 }
 
+// AwaitObject waits until the informers hold an object of obj's kind and
+// key (obj receives it), polling every 10 ms, for at most timeout or until
+// ctx ends; false if they never did. It is for start-up only: the
+// scheduler's own writes that its first cycle must see.
+func (c *Cache) AwaitObject(ctx context.Context, obj client.Object, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	key := client.ObjectKeyFromObject(obj)
+	for {
+		if err := c.informers.Get(ctx, key, obj); err == nil {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // shownBound says whether the pod store shows pod bound, or shows it gone.
 func (c *Cache) shownBound(pod *corev1.Pod) bool {
 	obj, exists, err := c.pods.GetByKey(pod.Namespace + "/" + pod.Name)

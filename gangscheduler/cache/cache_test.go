@@ -271,6 +271,17 @@ var _ = Describe("Cache", func() {
 		Eventually(func() int { return c.AwaitBound(ctx, []*corev1.Pod{pods["r"]}, 100*time.Millisecond) }).Should(BeZero())
 	})
 
+	It("waits until the informers hold an object created after they synced, and no longer than its timeout", func() {
+		missing := testutil.MakePodGroup("never", ns).Obj()
+		Expect(c.AwaitObject(ctx, missing, 200*time.Millisecond)).To(BeFalse())
+
+		found := make(chan bool, 1)
+		go func() { found <- c.AwaitObject(ctx, testutil.MakePodGroup("later", ns).Obj(), time.Minute) }()
+		Consistently(found).WithTimeout(200 * time.Millisecond).ShouldNot(Receive())
+		create(testutil.MakePodGroup("later", ns).Obj())
+		Eventually(found).WithTimeout(30 * time.Second).Should(Receive(BeTrue()))
+	})
+
 	// The storage objects are looked up in the informers' stores, and a
 	// snapshot keeps what it first read of each: a claim created while a
 	// cycle runs shows in the next cycle, never half-way through one.

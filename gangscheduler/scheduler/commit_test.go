@@ -70,6 +70,7 @@ type knobs struct {
 	// extra actions run after allocate.
 	extra         []framework.Action
 	bindsSeenWait time.Duration
+	startAfter    func(context.Context)
 	// frozen stops the informers once they have synced: the cache keeps
 	// what they listed and shows nothing after, binds included.
 	frozen bool
@@ -123,6 +124,7 @@ var _ = Describe("a cycle's commit", Serial, func() {
 				Plugins:       plugins.Default(),
 				Fence:         k.fence,
 				BindsSeenWait: k.bindsSeenWait,
+				StartAfter:    k.startAfter,
 			})
 	}
 
@@ -178,6 +180,26 @@ var _ = Describe("a cycle's commit", Serial, func() {
 		for g := range 2 {
 			Expect(podGroupPhase(g)).To(Equal(schedulingv1alpha1.PodGroupRunning), "PodGroup g%d", g)
 		}
+	})
+
+	It("runs no cycle before StartAfter returns", func() {
+		gangs(1)
+		release := make(chan struct{})
+		s := newScheduler(knobs{startAfter: func(ctx context.Context) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}})
+		sctx, stop := context.WithCancel(ctx)
+		DeferCleanup(stop)
+		go func() {
+			defer GinkgoRecover()
+			Expect(s.Start(sctx)).To(Succeed())
+		}()
+		Consistently(boundPods).WithTimeout(time.Second).Should(BeEmpty(), "a cycle ran before StartAfter returned")
+		close(release)
+		Eventually(boundPods).WithTimeout(30 * time.Second).Should(HaveLen(2))
 	})
 
 	It("writes the status after BindsSeenWait when its informer never shows the binds", func() {

@@ -73,6 +73,9 @@ type Options struct {
 	// pod informer to show the cycle's binds (0: DefaultBindsSeenWait;
 	// negative: they do not wait).
 	BindsSeenWait time.Duration
+	// StartAfter, if set, runs once the caches have synced and before the
+	// first cycle, which waits for it to return.
+	StartAfter func(ctx context.Context)
 	// Fence, if set, is asked whether this replica still leads
 	// (cmdutil.LeaseFence) before each gang's binds and before the
 	// cycle's evictions and status writes; once it refuses, the cycle
@@ -115,6 +118,9 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		return nil // ctx ended before the informers synced
 	}
 	metrics.CachesSynced.SetToCurrentTime()
+	if s.opts.StartAfter != nil {
+		s.opts.StartAfter(ctx)
+	}
 	s.opts.Log.V(1).Info("Caches synced; scheduling")
 	idle := time.NewTimer(0)
 	defer idle.Stop()
