@@ -81,11 +81,11 @@ func ParseFlags(args []string, stderr io.Writer) (*Options, error) {
 	return opts, nil
 }
 
-// CRDs the scheduler cannot run without, and the file that installs each.
 // defaultQueueWait bounds how long the first cycle waits for the cache to
 // show the default Queue the scheduler creates at start.
 const defaultQueueWait = 5 * time.Second
 
+// CRDs the scheduler cannot run without, and the file that installs each.
 var requiredCRDs = []struct {
 	kind schema.GroupVersionKind
 	file string
