@@ -20,6 +20,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -164,11 +165,11 @@ func signal(ch chan struct{}) {
 // Only one caller may wait at a time (the scheduling loop).
 //
 // The scheduler waits so before it writes a cycle's statuses: its own
-// informer showing its binds means the API server has sent them to its
-// watchers (a kubelet, a job's operator), and a burst of status writes
-// begun sooner takes the API server's time from sending them (on 2 cores,
-// 500 PodGroup status patches at 256 in flight right after 2000 binds
-// delayed the last bind's watch event by about 0.9 s). Binds land in
+// informer showing its binds is a sign that the API server has sent them
+// to its other watchers too (a kubelet, a job's operator), and a burst of
+// status writes begun sooner takes the API server's time from sending
+// them (on 2 cores, 500 PodGroup status patches at 256 in flight right
+// after 2000 binds delayed the last bind's watch event by about 0.9 s). Binds land in
 // about the order they were sent, so pods is read front to back and each
 // event rechecks only from the first pod not yet seen.
 //
@@ -202,19 +203,11 @@ func (c *Cache) AwaitBound(ctx context.Context, pods []*corev1.Pod, timeout time
 // ctx ends; false if they never did. It is for start-up only: the
 // scheduler's own writes that its first cycle must see.
 func (c *Cache) AwaitObject(ctx context.Context, obj client.Object, timeout time.Duration) bool {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	key := client.ObjectKeyFromObject(obj)
-	for {
-		if err := c.informers.Get(ctx, key, obj); err == nil {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		return c.informers.Get(ctx, key, obj) == nil, nil
+	})
+	return err == nil
 }
 
 // shownBound says whether the pod store shows pod bound, or shows it gone.
