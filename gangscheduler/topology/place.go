@@ -24,7 +24,9 @@
 // required partition into shares of two sizes keeps to one domain above);
 // a factor's groups likewise stay whole. A level without a rule packs,
 // but second to the packed level below it that has one: the fewest racks
-// first, then the fewest blocks.
+// first, then the fewest blocks; a gang that one rack holds goes to the
+// tightest rack of the tree that does (best fit at the rule's level),
+// whichever block that is in.
 //
 // Members placed later than the others (a replacement of a lost member,
 // the members above minMember) are placed with the gang's members already
@@ -531,10 +533,23 @@ func (p *placement) packedBelow(lv int) (int, bool) {
 // packFor splits n members over d's children, which have no rule of
 // their own, so that the fewest domains of the packed level at below are
 // used (the greedy count: roomiest first); among the ways to do so, one
-// child if one can (the tightest: the packed split counts, when it is
-// one), else several. counts is the packed split.
+// child if one can, else several. counts is the packed split. When one
+// domain of level at holds them all, the child is the one holding the
+// tightest such domain (the best fit at the level whose rule the user
+// wrote, so that the roomier domains stay whole for bigger gangs: best
+// fit among the children, by their own room, would pick the tightest
+// child and then its tightest domain, which may be far roomier than
+// another child's); otherwise the tightest child that needs no more
+// domains (the packed split counts, when it is one).
 func (p *placement) packFor(d *api.Domain, at, n int, counts []int) []int {
 	fewest := len(p.fill(d, at, n))
+	if fewest == 1 {
+		if x := p.tightest(d, at, n); x != nil {
+			out := make([]int, len(d.Children))
+			out[slices.Index(d.Children, childToward(d, x))] = n
+			return out
+		}
+	}
 	if i := single(counts); i >= 0 && len(p.fill(d.Children[i], at, n)) == fewest {
 		return counts
 	}
@@ -550,16 +565,46 @@ func (p *placement) packFor(d *api.Domain, at, n int, counts []int) []int {
 		out[best] = n
 		return out
 	}
-	child := map[*api.Domain]int{}
-	for i, c := range d.Children {
-		child[c] = i
-	}
 	for x, k := range p.fill(d, at, n) {
-		top := x
-		for top.Parent != d {
-			top = top.Parent
+		out[slices.Index(d.Children, childToward(d, x))] += k
+	}
+	return out
+}
+
+// tightest is the domain of level at under d that holds n members with
+// the least room to spare, among those that hold most of the gang's
+// placed members; on a tie, the one in the tighter child of d, then the
+// first in the tree's order; nil when none holds n.
+func (p *placement) tightest(d *api.Domain, at, n int) *api.Domain {
+	var best *api.Domain
+	for _, x := range levelUnder(d, at) {
+		if p.room[x] < n {
+			continue
 		}
-		out[child[top]] += k
+		if best == nil || cmp.Or(cmp.Compare(p.placedIn[best], p.placedIn[x]), cmp.Compare(p.room[x], p.room[best]),
+			cmp.Compare(p.room[childToward(d, x)], p.room[childToward(d, best)])) < 0 {
+			best = x
+		}
+	}
+	return best
+}
+
+// childToward is the child of d that x is in (or is).
+func childToward(d, x *api.Domain) *api.Domain {
+	for x.Parent != d {
+		x = x.Parent
+	}
+	return x
+}
+
+// levelUnder lists the domains of level at under d, in the tree's order.
+func levelUnder(d *api.Domain, at int) []*api.Domain {
+	if d.Level == at {
+		return []*api.Domain{d}
+	}
+	var out []*api.Domain
+	for _, c := range d.Children {
+		out = append(out, levelUnder(c, at)...)
 	}
 	return out
 }
@@ -568,18 +613,7 @@ func (p *placement) packFor(d *api.Domain, at, n int, counts []int) []int {
 // first, and returns what each domain it uses takes; fewer than n in all
 // when d has no room for them.
 func (p *placement) fill(d *api.Domain, at, n int) map[*api.Domain]int {
-	var doms []*api.Domain
-	var collect func(x *api.Domain)
-	collect = func(x *api.Domain) {
-		if x.Level == at {
-			doms = append(doms, x)
-			return
-		}
-		for _, c := range x.Children {
-			collect(c)
-		}
-	}
-	collect(d)
+	doms := levelUnder(d, at)
 	slices.SortStableFunc(doms, func(a, b *api.Domain) int {
 		return cmp.Or(cmp.Compare(p.placedIn[b], p.placedIn[a]), cmp.Compare(p.room[b], p.room[a]))
 	})

@@ -304,6 +304,54 @@ func TestSearchAgainWhenTheRoomWasWrong(t *testing.T) {
 	}
 }
 
+// A gang that one domain of its packed level holds goes to the tightest
+// such domain of the whole tree, whatever the blocks (levels without a
+// rule) around it hold: best fit at the level of the user's rule, so that
+// the roomier racks stay whole for bigger gangs.
+func TestPackedGangTakesTheTightestRackOfTheTree(t *testing.T) {
+	// 2 blocks of 2 racks of one host with 8 GPUs; busy is the GPUs in use
+	// per rack, in the order b0-r0, b0-r1, b1-r0, b1-r1.
+	tests := []struct {
+		name  string
+		busy  []int64
+		rules []api.LevelRule
+		n     int
+		want  string // the rack
+	}{
+		{name: "required: the tightest rack, in the block with more racks that hold the gang",
+			// b0 holds 5 in one rack (b0-r0, 8 free), b1 in two (6 free each).
+			busy: []int64{0, 6, 2, 2}, rules: []api.LevelRule{rule("rack", api.RulePack, true)}, n: 5, want: "b1-r0"},
+		{name: "preferred: the same",
+			busy: []int64{0, 6, 2, 2}, rules: []api.LevelRule{rule("rack", api.RulePack, false)}, n: 5, want: "b1-r0"},
+		{name: "as tight in two blocks: the tighter block",
+			// b0-r1 and b1-r0 have 6 free; b0 has 14 in all, b1 8.
+			busy: []int64{2, 0, 2, 6}, rules: []api.LevelRule{rule("rack", api.RulePack, true)}, n: 6, want: "b1-r0"},
+		{name: "an exact fit anywhere wins",
+			busy: []int64{1, 3, 0, 0}, rules: []api.LevelRule{rule("rack", api.RulePack, true)}, n: 5, want: "b0-r1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nodes := gpuNodes(2, 2, 1, 8)
+			pods := workers(tt.n, 1)
+			for i, g := range tt.busy {
+				if g > 0 {
+					pods = append(pods, used(nodes[i].Name, g))
+				}
+			}
+			res, ssn := place(t, nodes, pods, &api.TopologyPolicy{Topology: "fabric", Rules: tt.rules})
+			if res.Stmt == nil {
+				t.Fatalf("not placed: %s: %s", res.Reason, res.Message)
+			}
+			if got := perDomain(ssn, res, rackKey); !maps.Equal(got, map[string]int{tt.want: tt.n}) {
+				t.Errorf("per rack %v, want all %d in %s", got, tt.n, tt.want)
+			}
+			if len(res.Outcome.Unmet) != 0 {
+				t.Errorf("unmet %v, want every rule kept", res.Outcome.Unmet)
+			}
+		})
+	}
+}
+
 // Members placed later (a replacement of a lost member, say) join the
 // gang's placed members, so that the rules hold for all of them; when
 // they cannot, a required rule keeps the newcomer pending and says why.
