@@ -82,6 +82,9 @@ type TopologyTree struct {
 	// Leaf holds, per NodeList index, the node's domain at the last level;
 	// nil for a node outside the tree.
 	Leaf []*Domain
+	// Domains counts the domains of every level, the root included: a
+	// search that keeps a figure per domain sizes its map by it.
+	Domains int
 }
 
 // Domain is one domain of a TopologyTree.
@@ -125,7 +128,7 @@ func (s *Snapshot) TopologyTree(t *TopologyInfo) *TopologyTree {
 }
 
 func buildTree(s *Snapshot, t *TopologyInfo) *TopologyTree {
-	tree := &TopologyTree{Levels: slices.Clone(t.Levels), Root: &Domain{Level: -1}, Leaf: make([]*Domain, len(s.NodeList))}
+	tree := &TopologyTree{Levels: slices.Clone(t.Levels), Root: &Domain{Level: -1}, Leaf: make([]*Domain, len(s.NodeList)), Domains: 1}
 	ixs := make([]*LabelIndex, len(t.Levels))
 	for i, l := range t.Levels {
 		ixs[i] = s.NodesByLabel(l.NodeLabel)
@@ -152,6 +155,7 @@ func buildTree(s *Snapshot, t *TopologyInfo) *TopologyTree {
 				child = &Domain{Level: lv, Value: v, Parent: d}
 				kids[v] = child
 				d.Children = append(d.Children, child)
+				tree.Domains++
 			}
 			d = child
 		}

@@ -281,7 +281,7 @@ func (p *placement) keepsPlaced(shares []share) error {
 // lets a domain of its topology key hold one member: a node, for
 // kubernetes.io/hostname, or a domain of the level with that label.
 func (p *placement) measure() {
-	p.room = map[*api.Domain]int{}
+	p.room = make(map[*api.Domain]int, p.tree.Domains)
 	rep := p.members[slices.IndexFunc(p.members, func(t *api.TaskInfo) bool { return p.placed[t] == nil })]
 	cls := p.ssn.ClassOf(rep)
 	alone := p.aloneKeys(rep)
