@@ -137,13 +137,13 @@ func buildTree(s *Snapshot, t *TopologyInfo) *TopologyTree {
 	// root; children are kept by value while building, sorted after.
 	byValue := map[*Domain]map[string]*Domain{}
 	for i, n := range s.NodeList {
+		// A node without every level's label is outside the tree, and
+		// makes no domain of the levels it has.
+		if slices.ContainsFunc(ixs, func(ix *LabelIndex) bool { return ix.Pos[i] < 0 }) {
+			continue
+		}
 		d := tree.Root
-		inside := true
 		for lv := range t.Levels {
-			if ixs[lv].Pos[i] < 0 {
-				inside = false
-				break
-			}
 			v := n.Node.Labels[t.Levels[lv].NodeLabel]
 			kids := byValue[d]
 			if kids == nil {
@@ -158,9 +158,6 @@ func buildTree(s *Snapshot, t *TopologyInfo) *TopologyTree {
 				tree.Domains++
 			}
 			d = child
-		}
-		if !inside {
-			continue
 		}
 		tree.Leaf[i] = d
 		for x := d; x != nil; x = x.Parent {
