@@ -599,13 +599,18 @@ func childToward(d, x *api.Domain) *api.Domain {
 
 // levelUnder lists the domains of level at under d, in the tree's order.
 func levelUnder(d *api.Domain, at int) []*api.Domain {
-	if d.Level == at {
-		return []*api.Domain{d}
-	}
 	var out []*api.Domain
-	for _, c := range d.Children {
-		out = append(out, levelUnder(c, at)...)
+	var walk func(x *api.Domain)
+	walk = func(x *api.Domain) {
+		if x.Level == at {
+			out = append(out, x)
+			return
+		}
+		for _, c := range x.Children {
+			walk(c)
+		}
 	}
+	walk(d)
 	return out
 }
 
