@@ -52,7 +52,11 @@ type JobInfo struct {
 	// nil for none.
 	Topology *TopologyPolicy
 
-	Tasks map[TaskID]*TaskInfo
+	// Tasks are the gang's pods, each once, in the order they were
+	// added. A slice rather than a map by UID: a cycle walks every job's
+	// tasks many times (counts, the plugins' accounting) and looks none
+	// up by UID, and walking a map costs several times walking a slice.
+	Tasks []*TaskInfo
 }
 
 // NewJobInfo returns an empty job namespace/name in the default queue.
@@ -62,23 +66,34 @@ func NewJobInfo(namespace, name string) *JobInfo {
 		Namespace: namespace,
 		Name:      name,
 		Queue:     DefaultQueue,
-		Tasks:     map[TaskID]*TaskInfo{},
 	}
 }
 
 // AddTask adds a task to the job. A task already present is an error: it
 // would be counted twice toward minMember.
 func (j *JobInfo) AddTask(t *TaskInfo) error {
+	if slices.ContainsFunc(j.Tasks, func(o *TaskInfo) bool { return o.UID == t.UID }) {
+		return fmt.Errorf("job %s: task %s (uid %s) added twice", j.UID, t.Key(), t.UID)
+	}
+	return j.addUniqueTask(t)
+}
+
+// addUniqueTask adds a task known not to be in the job already (NewSnapshot
+// checks every pod's UID once, across all jobs: a check per job would cost
+// a gang of n pods n² comparisons).
+func (j *JobInfo) addUniqueTask(t *TaskInfo) error {
 	if t.Job != j.UID {
 		return fmt.Errorf("task %s belongs to job %q, not %q", t.Key(), t.Job, j.UID)
 	}
-	if _, ok := j.Tasks[t.UID]; ok {
-		return fmt.Errorf("job %s: task %s (uid %s) added twice", j.UID, t.Key(), t.UID)
+	j.Tasks = append(j.Tasks, t)
+	return nil
+}
+
+// Task returns the job's task of uid, nil if it has none.
+func (j *JobInfo) Task(uid TaskID) *TaskInfo {
+	if i := slices.IndexFunc(j.Tasks, func(t *TaskInfo) bool { return t.UID == uid }); i >= 0 {
+		return j.Tasks[i]
 	}
-	if j.Tasks == nil {
-		j.Tasks = map[TaskID]*TaskInfo{}
-	}
-	j.Tasks[t.UID] = t
 	return nil
 }
 

@@ -196,7 +196,7 @@ func NewSnapshot(c Cluster) (*Snapshot, error) {
 		s.Jobs[j.UID] = j
 	}
 	seen := make(map[TaskID]struct{}, len(c.Pods))
-	c.Tasks.begin()
+	c.Tasks.begin(len(c.Pods))
 	defer c.Tasks.end()
 	for _, pod := range c.Pods {
 		if pod.UID == "" {
@@ -208,15 +208,13 @@ func NewSnapshot(c Cluster) (*Snapshot, error) {
 		seen[TaskID(pod.UID)] = struct{}{}
 
 		var job *JobInfo
-		if c.JobOf != nil {
-			if id, ok := c.JobOf(pod); ok {
-				job = s.Jobs[id]
-			}
+		if id, ok := c.Tasks.jobOf(pod, c.JobOf); ok {
+			job = s.Jobs[id]
 		}
 		var t *TaskInfo
 		if job != nil {
 			t = c.Tasks.task(job.UID, pod)
-			if err := job.AddTask(t); err != nil {
+			if err := job.addUniqueTask(t); err != nil {
 				return nil, err
 			}
 		} else {

@@ -2,75 +2,120 @@ package api
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // TaskMemo carries what a task derives from its pod object alone from one
-// snapshot to the next: the requests, ports, priority, parsed node
-// affinity and class. Every pod in the cluster is a task of every
-// snapshot, so without it a cycle's cost grows with every pod that
-// exists, bound or pending, and most of that is parsing pods that did not
-// change.
+// snapshot to the next: the gang it belongs to (JobOf), the requests,
+// ports, priority, parsed node affinity and class. Every pod in the
+// cluster is a task of every snapshot, so without it a cycle's cost grows
+// with every pod that exists, bound or pending, and most of that is
+// parsing pods that did not change.
 //
-// As with NodeMemo, an informer never changes a pod object in place, so an
-// entry stays valid while the same pointer is listed under its UID (and
-// for the same job). Each snapshot gets its own TaskInfo, a copy of the
-// entry's: sessions change a task's status and node, never what it
-// derives from its pod, which the copies share read-only.
+// As with NodeMemo, an informer never changes a pod object in place: a
+// changed pod is a new object. So entries are kept by the pod object
+// itself, and an entry stays valid for as long as that object is listed;
+// one whose object is not listed in a snapshot is dropped. Each snapshot
+// gets its own TaskInfo, a copy of the entry's: sessions change a task's
+// status and node, never what it derives from its pod, which the copies
+// share read-only.
+//
+// A memo serves one JobOf function (the cache's Builder has one for its
+// scheduler name): the gang an entry remembers is what the first snapshot
+// to list its pod was told.
 //
 // The zero value is ready to use; not safe for concurrent use.
 type TaskMemo struct {
-	byUID map[types.UID]*taskEntry
+	byPod map[*corev1.Pod]*taskEntry
 	gen   uint64
 	seen  int
+	// slab holds the TaskInfos of the snapshot being built, allocated
+	// together: one allocation per snapshot rather than one per pod.
+	slab []TaskInfo
 }
 
 type taskEntry struct {
-	task TaskInfo
-	seen uint64
+	// job and inJob are JobOf's answer for the pod.
+	job   JobID
+	inJob bool
+	// task is the pod's task as NewTaskInfo makes it, for task.Job; built
+	// when first asked for (a pending pod of another scheduler never is).
+	task  TaskInfo
+	built bool
+	seen  uint64
 }
 
-// begin starts a snapshot's use of the memo.
-func (m *TaskMemo) begin() {
+// begin starts a snapshot's use of the memo; pods is how many it lists.
+func (m *TaskMemo) begin(pods int) {
 	if m == nil {
 		return
 	}
-	if m.byUID == nil {
-		m.byUID = map[types.UID]*taskEntry{}
+	if m.byPod == nil {
+		m.byPod = map[*corev1.Pod]*taskEntry{}
 	}
 	m.gen++
 	m.seen = 0
+	m.slab = make([]TaskInfo, 0, pods)
 }
 
-// task returns a new TaskInfo of pod in job, as NewTaskInfo does.
-func (m *TaskMemo) task(job JobID, pod *corev1.Pod) *TaskInfo {
-	if m == nil {
-		return NewTaskInfo(job, pod)
-	}
-	e := m.byUID[pod.UID]
-	if e == nil || e.task.Pod != pod || e.task.Job != job {
-		e = &taskEntry{task: *NewTaskInfo(job, pod)}
-		m.byUID[pod.UID] = e
+// entry returns the memo's entry for pod, with JobOf's answer for it.
+func (m *TaskMemo) entry(pod *corev1.Pod, jobOf JobOfFunc) *taskEntry {
+	e := m.byPod[pod]
+	if e == nil {
+		e = &taskEntry{}
+		if jobOf != nil {
+			e.job, e.inJob = jobOf(pod)
+		}
+		m.byPod[pod] = e
 	}
 	if e.seen != m.gen {
 		e.seen = m.gen
 		m.seen++
 	}
-	t := e.task
-	return &t
+	return e
+}
+
+// jobOf is JobOf's answer for pod, remembered while the pod object is
+// listed.
+func (m *TaskMemo) jobOf(pod *corev1.Pod, jobOf JobOfFunc) (JobID, bool) {
+	if m == nil {
+		if jobOf == nil {
+			return "", false
+		}
+		return jobOf(pod)
+	}
+	e := m.entry(pod, jobOf)
+	return e.job, e.inJob
+}
+
+// task returns a new TaskInfo of pod in job, as NewTaskInfo does. The pod's
+// entry must have been made by jobOf in this snapshot.
+func (m *TaskMemo) task(job JobID, pod *corev1.Pod) *TaskInfo {
+	if m == nil {
+		return NewTaskInfo(job, pod)
+	}
+	e := m.byPod[pod]
+	if !e.built || e.task.Job != job {
+		e.task, e.built = *NewTaskInfo(job, pod), true
+	}
+	m.slab = append(m.slab, e.task)
+	return &m.slab[len(m.slab)-1]
 }
 
 // end drops the entries of pods the snapshot did not list.
 func (m *TaskMemo) end() {
-	if m == nil || len(m.byUID) == m.seen {
+	if m == nil {
 		return
 	}
-	for uid, e := range m.byUID {
+	m.slab = nil
+	if len(m.byPod) == m.seen {
+		return
+	}
+	for pod, e := range m.byPod {
 		if e.seen != m.gen {
-			delete(m.byUID, uid)
+			delete(m.byPod, pod)
 		}
 	}
 }
 
 // Len is the number of pods the memo holds.
-func (m *TaskMemo) Len() int { return len(m.byUID) }
+func (m *TaskMemo) Len() int { return len(m.byPod) }

@@ -44,13 +44,13 @@ func TestTaskMemo(t *testing.T) {
 		if len(gj.Tasks) != len(wj.Tasks) {
 			t.Fatalf("cycle %d: %d tasks, want %d", i, len(gj.Tasks), len(wj.Tasks))
 		}
-		for uid, w := range wj.Tasks {
-			g := gj.Tasks[uid]
+		for _, w := range wj.Tasks {
+			g := gj.Task(w.UID)
 			if g == nil || g.Pod != w.Pod || g.Status != w.Status || g.NodeName != w.NodeName || !g.Resreq.Equal(&w.Resreq) ||
 				g.ClassSignature != w.ClassSignature || len(g.ScalarRequests) != len(w.ScalarRequests) {
 				t.Errorf("cycle %d, task %s: %+v, want %+v", i, w.Name, g, w)
 			}
-			if last != nil && last.Jobs["ns/j"].Tasks[uid] == g {
+			if last != nil && last.Jobs["ns/j"].Task(w.UID) == g {
 				t.Errorf("cycle %d, task %s: the same TaskInfo as the last snapshot's", i, w.Name)
 			}
 		}
@@ -68,5 +68,37 @@ func TestTaskMemo(t *testing.T) {
 			}
 		}
 		last = got
+	}
+}
+
+// A TaskMemo asks JobOf once per pod object: again for a pod's new object,
+// never for one it saw in the last snapshot.
+func TestTaskMemoAsksJobOfOncePerPodObject(t *testing.T) {
+	node := st.MakeNode("n1").Capacity("8", "32Gi", 4).Obj()
+	w0 := st.MakePod("ns", "w0").Job("j").Req("1", "1Gi").Obj()
+	w1 := st.MakePod("ns", "w1").Job("j").Req("1", "1Gi").Obj()
+	w1Bound := w1.DeepCopy()
+	w1Bound.Spec.NodeName = "n1"
+	asked := map[*corev1.Pod]int{}
+	jobOf := func(pod *corev1.Pod) (api.JobID, bool) {
+		asked[pod]++
+		return st.JobOf(pod)
+	}
+	var memo api.TaskMemo
+	for i, pods := range [][]*corev1.Pod{{w0, w1}, {w0, w1}, {w0, w1Bound}} {
+		snap, err := api.NewSnapshot(api.Cluster{Nodes: []*corev1.Node{node}, Pods: pods, JobOf: jobOf, Tasks: &memo,
+			Jobs: []*api.JobInfo{st.MakeJob("ns", "j").MinMember(2).Obj()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(snap.Jobs["ns/j"].Tasks); got != 2 {
+			t.Errorf("cycle %d: the job has %d tasks, want 2", i, got)
+		}
+	}
+	want := map[*corev1.Pod]int{w0: 1, w1: 1, w1Bound: 1}
+	for pod, n := range want {
+		if asked[pod] != n {
+			t.Errorf("JobOf asked %d times for %s (node %q), want %d", asked[pod], pod.Name, pod.Spec.NodeName, n)
+		}
 	}
 }

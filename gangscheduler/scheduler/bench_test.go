@@ -117,3 +117,82 @@ func BenchmarkCycleScarceFit(b *testing.B) {
 		})
 	}
 }
+
+// backlog is scenario S3 (oversubscribed backlog) at its steady state:
+// 100 CPU nodes (node-pool=cpu) and 100 GPU nodes with 8 GPUs each
+// (tainted), 133 gangs of a CPU master and 3 workers with 2 GPUs each
+// running (every GPU node holds 4 workers of 133 gangs, 4 GPUs short of
+// full on one node), and waiting gangs of the same shape, Pending: what
+// a cycle reads while S3's backlog drains, with nothing able to fit.
+func backlog(waiting int) cache.Objects {
+	var o cache.Objects
+	gpuTaint := corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
+	for i := range 100 {
+		o.Nodes = append(o.Nodes, st.MakeNode(fmt.Sprintf("cpu-%03d", i)).Capacity("16", "64Gi", 0).Label("node-pool", "cpu").Obj())
+		o.Nodes = append(o.Nodes, st.MakeNode(fmt.Sprintf("gpu-%03d", i)).Capacity("32", "256Gi", 8).Label("node-pool", "gpu").Taint(gpuTaint.Key, gpuTaint.Value, gpuTaint.Effect).Obj())
+	}
+	const running = 133
+	for g := range running + waiting {
+		name := fmt.Sprintf("job-%04d", g)
+		phase := schedulingv1alpha1.PodGroupPhase("Running")
+		if g >= running {
+			phase = "Pending"
+		}
+		o.PodGroups = append(o.PodGroups, &schedulingv1alpha1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name, UID: types.UID(name)},
+			Spec:       schedulingv1alpha1.PodGroupSpec{MinMember: 4, Queue: "default"},
+			Status:     schedulingv1alpha1.PodGroupStatus{Phase: phase},
+		})
+		master := st.MakePod("bench", name+"-master-0").Job(name).Role("Master").Req("1", "4Gi").NodeSelector("node-pool", "cpu")
+		if g < running {
+			master.Node(fmt.Sprintf("cpu-%03d", g%100)).Phase(corev1.PodRunning)
+		}
+		pods := []*corev1.Pod{master.Obj()}
+		for w := range 3 {
+			worker := st.MakePod("bench", fmt.Sprintf("%s-worker-%d", name, w)).Job(name).Role("Worker").Req("4", "16Gi").GPU(2).
+				Toleration(gpuTaint.Key, corev1.TolerationOpExists, "", gpuTaint.Effect)
+			if g < running {
+				worker.Node(fmt.Sprintf("gpu-%03d", (3*g+w)/4)).Phase(corev1.PodRunning)
+			}
+			pods = append(pods, worker.Obj())
+		}
+		for _, p := range pods {
+			p.Spec.SchedulerName = "troupe-scheduler"
+			p.Annotations = map[string]string{schedulingv1alpha1.PodGroupNameAnnotation: name}
+		}
+		o.Pods = append(o.Pods, pods...)
+	}
+	o.Queues = []*schedulingv1alpha1.Queue{{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: schedulingv1alpha1.QueueSpec{Weight: 1}}}
+	return o
+}
+
+// BenchmarkCycleBacklog times one steady-state cycle of S3's backlog
+// (snapshot by a Builder that built the same objects before, then the
+// decision, as the scheduler's decision CPU counts it) with no gang, 67,
+// 133 and 267 gangs waiting: S3's goal is a cycle whose cost does not grow
+// with the backlog.
+//
+//	go test -run=NONE -bench=CycleBacklog -benchmem ./gangscheduler/scheduler/
+func BenchmarkCycleBacklog(b *testing.B) {
+	acts, plugs, err := config.Default().Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, waiting := range []int{0, 67, 133, 267} {
+		b.Run(fmt.Sprintf("waiting=%d", waiting), func(b *testing.B) {
+			o := backlog(waiting)
+			builder := cache.Builder{SchedulerName: "troupe-scheduler"}
+			for range b.N {
+				s, err := builder.Build(o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				d := decide(s.Snapshot, plugs, acts, nil)
+				if len(d.bindings) != 0 || len(d.findings) != waiting {
+					b.Fatalf("bound %d pods, %d gangs refused; want 0 and %d", len(d.bindings), len(d.findings), waiting)
+				}
+				s.Snapshot.Release()
+			}
+		})
+	}
+}

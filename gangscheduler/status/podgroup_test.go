@@ -33,7 +33,7 @@ const (
 // unless the state is written "Role:state".
 func gang(minMember int32, states ...string) *api.JobInfo {
 	job := st.MakeJob("ns", "pg").MinMember(minMember).Obj()
-	job.Tasks = map[api.TaskID]*api.TaskInfo{}
+	job.Tasks = nil
 	for i, s := range states {
 		role, state, ok := strings.Cut(s, ":")
 		if !ok {
@@ -576,7 +576,7 @@ func TestComputeQueue(t *testing.T) {
 	}
 
 	job := st.MakeJob("ns", "g").Obj()
-	job.Tasks = map[api.TaskID]*api.TaskInfo{}
+	job.Tasks = nil
 	for _, p := range []*corev1.Pod{
 		st.MakePod("ns", "a").Job("g").Req("1500m", "1Gi").GPU(2).Node("n").Obj(),
 		st.MakePod("ns", "b").Job("g").Req("500m", "1Gi").Node("n").Phase(corev1.PodRunning).Obj(),
