@@ -24,6 +24,7 @@ const (
 	troupeCycleTotal  = troupePrefix + "cycle_duration_seconds_sum"
 	troupeDecisions   = troupePrefix + "decision_duration_seconds_sum"
 	troupeDecisionCPU = troupePrefix + "decision_cpu_seconds_total"
+	troupeBinds       = troupePrefix + "binds_total"
 )
 
 var httpClient = &http.Client{Timeout: 5 * time.Second}
@@ -58,7 +59,7 @@ func scrape(ctx context.Context, url string) ([]measure.Sample, error) {
 func cycleSample(at time.Duration, backlog int, last, cur []measure.Sample) report.CycleSample {
 	delta := func(name string) float64 { return measure.Sum(cur, name, nil) - measure.Sum(last, name, nil) }
 	return report.CycleSample{At: at, Backlog: backlog, Cycles: delta(troupeCycles), CycleSeconds: delta(troupeCycleTotal),
-		DecisionSeconds: delta(troupeDecisions), DecisionCPUSeconds: delta(troupeDecisionCPU)}
+		DecisionSeconds: delta(troupeDecisions), DecisionCPUSeconds: delta(troupeDecisionCPU), Binds: delta(troupeBinds)}
 }
 
 // troupeCounters are Troupe's own counters, each summed over its labels

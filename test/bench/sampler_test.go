@@ -3,6 +3,9 @@ package bench
 import (
 	"testing"
 	"time"
+
+	"github.com/troupe-ml/troupe/test/bench/measure"
+	"github.com/troupe-ml/troupe/test/bench/report"
 )
 
 func TestCachesSynced(t *testing.T) {
@@ -23,5 +26,23 @@ func TestCachesSynced(t *testing.T) {
 				t.Errorf("cachesSynced = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A cycle sample is what Troupe's counters grew by between two scrapes:
+// binds summed over their results.
+func TestCycleSample(t *testing.T) {
+	scrape := func(cycles, cpu, ok, failed float64) []measure.Sample {
+		return []measure.Sample{
+			{Name: troupeCycles, Value: cycles},
+			{Name: troupeDecisionCPU, Value: cpu},
+			{Name: troupeBinds, Labels: map[string]string{"result": "success"}, Value: ok},
+			{Name: troupeBinds, Labels: map[string]string{"result": "error"}, Value: failed},
+		}
+	}
+	got := cycleSample(3*time.Second, 120, scrape(10, 0.5, 400, 2), scrape(14, 0.75, 440, 3))
+	want := report.CycleSample{At: 3 * time.Second, Backlog: 120, Cycles: 4, DecisionCPUSeconds: 0.25, Binds: 41}
+	if got != want {
+		t.Errorf("cycleSample = %+v, want %+v", got, want)
 	}
 }

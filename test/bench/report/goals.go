@@ -451,6 +451,13 @@ type BacklogBucket struct {
 	Mean            time.Duration
 	MeanDecision    time.Duration
 	MeanDecisionCPU time.Duration
+	// IdleCycles are the cycles of the range's samples in which nothing
+	// was bound, and MeanIdleDecisionCPU their mean decision CPU time: what
+	// a cycle costs with the backlog alone, without the placements of a
+	// wave, whose cost the means above include wherever it falls. A
+	// diagnostic beside the goal, which reads MeanDecisionCPU.
+	IdleCycles          float64
+	MeanIdleDecisionCPU time.Duration
 }
 
 // CycleBuckets splits a run's cycle samples into four backlog ranges of
@@ -467,7 +474,7 @@ func CycleBuckets(samples []CycleSample) []BacklogBucket {
 	const n = 4
 	width := (top + n) / n
 	buckets := make([]BacklogBucket, n)
-	cycle, decision, cpu := make([]float64, n), make([]float64, n), make([]float64, n)
+	cycle, decision, cpu, idleCPU := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 	for i := range buckets {
 		buckets[i].Low, buckets[i].High = i*width, (i+1)*width
 	}
@@ -477,6 +484,10 @@ func CycleBuckets(samples []CycleSample) []BacklogBucket {
 		cycle[i] += s.CycleSeconds
 		decision[i] += s.DecisionSeconds
 		cpu[i] += s.DecisionCPUSeconds
+		if s.Binds == 0 {
+			buckets[i].IdleCycles += s.Cycles
+			idleCPU[i] += s.DecisionCPUSeconds
+		}
 	}
 	var out []BacklogBucket
 	for i, b := range buckets {
@@ -484,6 +495,9 @@ func CycleBuckets(samples []CycleSample) []BacklogBucket {
 			b.Mean = secs(cycle[i] / b.Cycles)
 			b.MeanDecision = secs(decision[i] / b.Cycles)
 			b.MeanDecisionCPU = secs(cpu[i] / b.Cycles)
+			if b.IdleCycles > 0 {
+				b.MeanIdleDecisionCPU = secs(idleCPU[i] / b.IdleCycles)
+			}
 			out = append(out, b)
 		}
 	}

@@ -296,15 +296,18 @@ func TestGoalsSayByHowMuch(t *testing.T) {
 func TestCycleBuckets(t *testing.T) {
 	samples := []CycleSample{
 		{Backlog: 0, Cycles: 2, CycleSeconds: 0.02, DecisionSeconds: 0.002, DecisionCPUSeconds: 0.001},
-		{Backlog: 50, Cycles: 2, CycleSeconds: 0.06, DecisionSeconds: 0.006, DecisionCPUSeconds: 0.003},
-		{Backlog: 399, Cycles: 4, CycleSeconds: 0.4, DecisionSeconds: 0.02, DecisionCPUSeconds: 0.008},
+		{Backlog: 50, Cycles: 2, CycleSeconds: 0.06, DecisionSeconds: 0.006, DecisionCPUSeconds: 0.003, Binds: 8},
+		{Backlog: 399, Cycles: 1, CycleSeconds: 0.1, DecisionSeconds: 0.0125, DecisionCPUSeconds: 0.005, Binds: 4},
+		{Backlog: 390, Cycles: 3, CycleSeconds: 0.3, DecisionSeconds: 0.0075, DecisionCPUSeconds: 0.003},
 		{Backlog: 380, Cycles: 0, CycleSeconds: 0},
 		{Backlog: 210, Cycles: 0, CycleSeconds: 0},
 	}
 	got := CycleBuckets(samples)
 	want := []BacklogBucket{
-		{Low: 0, High: 100, Cycles: 4, Mean: 20 * time.Millisecond, MeanDecision: 2 * time.Millisecond, MeanDecisionCPU: time.Millisecond},
-		{Low: 300, High: 400, Cycles: 4, Mean: 100 * time.Millisecond, MeanDecision: 5 * time.Millisecond, MeanDecisionCPU: 2 * time.Millisecond},
+		{Low: 0, High: 100, Cycles: 4, Mean: 20 * time.Millisecond, MeanDecision: 2 * time.Millisecond, MeanDecisionCPU: time.Millisecond,
+			IdleCycles: 2, MeanIdleDecisionCPU: 500 * time.Microsecond},
+		{Low: 300, High: 400, Cycles: 4, Mean: 100 * time.Millisecond, MeanDecision: 5 * time.Millisecond, MeanDecisionCPU: 2 * time.Millisecond,
+			IdleCycles: 3, MeanIdleDecisionCPU: time.Millisecond},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("buckets = %+v, want %+v", got, want)

@@ -136,6 +136,8 @@ type CycleSample struct {
 	// and session), using DecisionCPUSeconds of CPU.
 	Cycles                                            float64
 	CycleSeconds, DecisionSeconds, DecisionCPUSeconds float64
+	// Binds is how many binds the cycles made (successful or not).
+	Binds float64
 }
 
 // CPUPerPod is the placer's CPU time per bound pod.
