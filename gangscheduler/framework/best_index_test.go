@@ -125,9 +125,7 @@ func randomCluster(rng *rand.Rand) (*api.Snapshot, []*api.TaskInfo) {
 	snap := st.MustSnapshot(nodes, pods, jobs)
 	var tasks []*api.TaskInfo
 	for _, job := range snap.Jobs {
-		for _, task := range job.Tasks {
-			tasks = append(tasks, task)
-		}
+		tasks = append(tasks, job.Tasks...)
 	}
 	// Sorted, so that a seed replays the same choices.
 	slices.SortFunc(tasks, func(a, b *api.TaskInfo) int { return strings.Compare(a.Name, b.Name) })
