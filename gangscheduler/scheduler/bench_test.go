@@ -34,23 +34,33 @@ func scarceFit(nodes int) cache.Objects {
 	}
 	for g := range 47 {
 		name := fmt.Sprintf("job-%03d", g)
-		o.PodGroups = append(o.PodGroups, &schedulingv1alpha1.PodGroup{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name, UID: types.UID(name)},
-			Spec:       schedulingv1alpha1.PodGroupSpec{MinMember: 4, Queue: "default"},
-			Status:     schedulingv1alpha1.PodGroupStatus{Phase: "Inqueue"},
-		})
-		pods := []*corev1.Pod{st.MakePod("bench", name+"-master-0").Job(name).Role("Master").Req("1", "4Gi").NodeSelector("node-pool", "cpu").Obj()}
+		pods := []*st.PodWrapper{st.MakePod("bench", name+"-master-0").Role("Master").Req("1", "4Gi").NodeSelector("node-pool", "cpu")}
 		for w := range 3 {
-			pods = append(pods, st.MakePod("bench", fmt.Sprintf("%s-worker-%d", name, w)).Job(name).Role("Worker").Req("4", "16Gi").GPU(1).NodeSelector("nvidia.com/gpu.product", "H100").Obj())
+			pods = append(pods, st.MakePod("bench", fmt.Sprintf("%s-worker-%d", name, w)).Role("Worker").Req("4", "16Gi").GPU(1).NodeSelector("nvidia.com/gpu.product", "H100"))
 		}
-		for _, p := range pods {
-			p.Spec.SchedulerName = "troupe-scheduler"
-			p.Annotations = map[string]string{schedulingv1alpha1.PodGroupNameAnnotation: name}
-		}
-		o.Pods = append(o.Pods, pods...)
+		addGang(&o, name, "Inqueue", pods)
 	}
-	o.Queues = []*schedulingv1alpha1.Queue{{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: schedulingv1alpha1.QueueSpec{Weight: 1}}}
 	return o
+}
+
+// addGang adds to o a PodGroup of name (minMember 4, the default queue)
+// in phase, and pods as its members, troupe-scheduler's; and the default
+// queue, if o has none.
+func addGang(o *cache.Objects, name string, phase schedulingv1alpha1.PodGroupPhase, pods []*st.PodWrapper) {
+	o.PodGroups = append(o.PodGroups, &schedulingv1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name, UID: types.UID(name)},
+		Spec:       schedulingv1alpha1.PodGroupSpec{MinMember: 4, Queue: "default"},
+		Status:     schedulingv1alpha1.PodGroupStatus{Phase: phase},
+	})
+	for _, w := range pods {
+		p := w.Job(name).Obj()
+		p.Spec.SchedulerName = "troupe-scheduler"
+		p.Annotations = map[string]string{schedulingv1alpha1.PodGroupNameAnnotation: name}
+		o.Pods = append(o.Pods, p)
+	}
+	if len(o.Queues) == 0 {
+		o.Queues = []*schedulingv1alpha1.Queue{{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: schedulingv1alpha1.QueueSpec{Weight: 1}}}
+	}
 }
 
 // BenchmarkCycleScarceFit times one scheduling cycle of scarceFit at 1000
@@ -134,35 +144,21 @@ func backlog(waiting int) cache.Objects {
 	const running = 133
 	for g := range running + waiting {
 		name := fmt.Sprintf("job-%04d", g)
-		phase := schedulingv1alpha1.PodGroupPhase("Running")
-		if g >= running {
-			phase = "Pending"
-		}
-		o.PodGroups = append(o.PodGroups, &schedulingv1alpha1.PodGroup{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name, UID: types.UID(name)},
-			Spec:       schedulingv1alpha1.PodGroupSpec{MinMember: 4, Queue: "default"},
-			Status:     schedulingv1alpha1.PodGroupStatus{Phase: phase},
-		})
-		master := st.MakePod("bench", name+"-master-0").Job(name).Role("Master").Req("1", "4Gi").NodeSelector("node-pool", "cpu")
-		if g < running {
-			master.Node(fmt.Sprintf("cpu-%03d", g%100)).Phase(corev1.PodRunning)
-		}
-		pods := []*corev1.Pod{master.Obj()}
+		pods := []*st.PodWrapper{st.MakePod("bench", name+"-master-0").Role("Master").Req("1", "4Gi").NodeSelector("node-pool", "cpu")}
 		for w := range 3 {
-			worker := st.MakePod("bench", fmt.Sprintf("%s-worker-%d", name, w)).Job(name).Role("Worker").Req("4", "16Gi").GPU(2).
-				Toleration(gpuTaint.Key, corev1.TolerationOpExists, "", gpuTaint.Effect)
-			if g < running {
+			pods = append(pods, st.MakePod("bench", fmt.Sprintf("%s-worker-%d", name, w)).Role("Worker").Req("4", "16Gi").GPU(2).
+				Toleration(gpuTaint.Key, corev1.TolerationOpExists, "", gpuTaint.Effect))
+		}
+		phase := schedulingv1alpha1.PodGroupPhase("Pending")
+		if g < running {
+			phase = "Running"
+			pods[0].Node(fmt.Sprintf("cpu-%03d", g%100)).Phase(corev1.PodRunning)
+			for w, worker := range pods[1:] {
 				worker.Node(fmt.Sprintf("gpu-%03d", (3*g+w)/4)).Phase(corev1.PodRunning)
 			}
-			pods = append(pods, worker.Obj())
 		}
-		for _, p := range pods {
-			p.Spec.SchedulerName = "troupe-scheduler"
-			p.Annotations = map[string]string{schedulingv1alpha1.PodGroupNameAnnotation: name}
-		}
-		o.Pods = append(o.Pods, pods...)
+		addGang(&o, name, phase, pods)
 	}
-	o.Queues = []*schedulingv1alpha1.Queue{{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: schedulingv1alpha1.QueueSpec{Weight: 1}}}
 	return o
 }
 
