@@ -89,14 +89,6 @@ func (j *JobInfo) addUniqueTask(t *TaskInfo) error {
 	return nil
 }
 
-// Task returns the job's task of uid, nil if it has none.
-func (j *JobInfo) Task(uid TaskID) *TaskInfo {
-	if i := slices.IndexFunc(j.Tasks, func(t *TaskInfo) bool { return t.UID == uid }); i >= 0 {
-		return j.Tasks[i]
-	}
-	return nil
-}
-
 // ReadyCount is the number of tasks that count toward MinMember: allocated
 // in this session, bound, running, or succeeded (CountsTowardMinimum).
 func (j *JobInfo) ReadyCount() int32 {

@@ -207,13 +207,14 @@ func NewSnapshot(c Cluster) (*Snapshot, error) {
 		}
 		seen[TaskID(pod.UID)] = struct{}{}
 
+		e := c.Tasks.entry(pod, c.JobOf)
 		var job *JobInfo
-		if id, ok := c.Tasks.jobOf(pod, c.JobOf); ok {
-			job = s.Jobs[id]
+		if e.inJob {
+			job = s.Jobs[e.job]
 		}
 		var t *TaskInfo
 		if job != nil {
-			t = c.Tasks.task(job.UID, pod)
+			t = c.Tasks.task(e, job.UID, pod)
 			if err := job.addUniqueTask(t); err != nil {
 				return nil, err
 			}
@@ -221,7 +222,7 @@ func NewSnapshot(c Cluster) (*Snapshot, error) {
 			if pod.Spec.NodeName == "" {
 				continue // another scheduler's pending pod, or a gang not yet known
 			}
-			t = c.Tasks.task("", pod)
+			t = c.Tasks.task(e, "", pod)
 		}
 		if t.NodeName == "" || !t.Status.OccupiesNode() {
 			continue

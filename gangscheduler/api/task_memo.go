@@ -57,14 +57,15 @@ func (m *TaskMemo) begin(pods int) {
 	m.slab = make([]TaskInfo, 0, pods)
 }
 
-// entry returns the memo's entry for pod, with JobOf's answer for it.
+// entry returns the entry for pod, with JobOf's answer for it: the memo's,
+// or without a memo one for this snapshot alone.
 func (m *TaskMemo) entry(pod *corev1.Pod, jobOf JobOfFunc) *taskEntry {
+	if m == nil {
+		return newTaskEntry(pod, jobOf)
+	}
 	e := m.byPod[pod]
 	if e == nil {
-		e = &taskEntry{}
-		if jobOf != nil {
-			e.job, e.inJob = jobOf(pod)
-		}
+		e = newTaskEntry(pod, jobOf)
 		m.byPod[pod] = e
 	}
 	if e.seen != m.gen {
@@ -74,26 +75,20 @@ func (m *TaskMemo) entry(pod *corev1.Pod, jobOf JobOfFunc) *taskEntry {
 	return e
 }
 
-// jobOf is JobOf's answer for pod, remembered while the pod object is
-// listed.
-func (m *TaskMemo) jobOf(pod *corev1.Pod, jobOf JobOfFunc) (JobID, bool) {
-	if m == nil {
-		if jobOf == nil {
-			return "", false
-		}
-		return jobOf(pod)
+func newTaskEntry(pod *corev1.Pod, jobOf JobOfFunc) *taskEntry {
+	e := &taskEntry{}
+	if jobOf != nil {
+		e.job, e.inJob = jobOf(pod)
 	}
-	e := m.entry(pod, jobOf)
-	return e.job, e.inJob
+	return e
 }
 
-// task returns a new TaskInfo of pod in job, as NewTaskInfo does. The pod's
-// entry must have been made by jobOf in this snapshot.
-func (m *TaskMemo) task(job JobID, pod *corev1.Pod) *TaskInfo {
+// task returns a new TaskInfo of pod in job, as NewTaskInfo does; e is the
+// pod's entry (entry).
+func (m *TaskMemo) task(e *taskEntry, job JobID, pod *corev1.Pod) *TaskInfo {
 	if m == nil {
 		return NewTaskInfo(job, pod)
 	}
-	e := m.byPod[pod]
 	if !e.built || e.task.Job != job {
 		e.task, e.built = *NewTaskInfo(job, pod), true
 	}
