@@ -10,7 +10,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/informers"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/troupe-ml/troupe/internal/cmdutil"
 	"github.com/troupe-ml/troupe/internal/testutil"
@@ -18,6 +22,7 @@ import (
 	"github.com/troupe-ml/troupe/test/bench/nullbinder"
 	"github.com/troupe-ml/troupe/test/bench/placer"
 	"github.com/troupe-ml/troupe/test/bench/report"
+	"github.com/troupe-ml/troupe/test/bench/scenario"
 )
 
 // TestMain lets the test binary stand in for the bench binary: the null
@@ -123,6 +128,47 @@ var _ = Describe("a run", func() {
 			}
 		}
 		Expect(gangWrites).To(Equal(measure.Writes{"POST pods/binding": float64(ts.Pods())}))
+	}, SpecTimeout(2*time.Minute))
+
+	It("deletes a gang's pods one by one, by name, and its PodGroup, leaving the other gangs", func(ctx context.Context) {
+		opts := smokeOptions(GinkgoT().TempDir())
+		Expect(opts.Validate()).To(Succeed())
+		s3 := opts.ScenarioList()[2]
+		dialect := placer.Troupe{}.Dialect()
+		c, err := startCluster(opts.ControlPlaneDir, cmdutil.SplitList(opts.CRDs), GinkgoT().TempDir())
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(c.stop)
+		Expect(createNamespace(ctx, c)).To(Succeed())
+		gangs := []scenario.Gang{s3.Gang(0, namespace, dialect), s3.Gang(1, namespace, dialect)}
+		Expect(len(gangs[0].Pods)).To(BeNumerically(">", 1))
+		Expect(writeGangs(ctx, c.client, dialect, gangs)).To(Succeed())
+		factory := informers.NewSharedInformerFactoryWithOptions(c.clientset, 0, informers.WithNamespace(namespace))
+		pods := factory.Core().V1().Pods().Informer()
+		Expect(indexPodsByGang(pods)).To(Succeed())
+		factory.Start(ctx.Done())
+		DeferCleanup(factory.Shutdown)
+		Eventually(func() []string { return pods.GetStore().ListKeys() }).To(HaveLen(len(gangs[0].Pods) + len(gangs[1].Pods)))
+		before, err := c.metrics(ctx)
+		Expect(err).NotTo(HaveOccurred())
+
+		d := newDeleter(ctx, c, 0, pods.GetIndexer(), dialect.PodGroupType)
+		d.delete(gangs[0].Name)
+
+		left := &corev1.PodList{}
+		Expect(c.client.List(ctx, left, client.InNamespace(namespace))).To(Succeed())
+		Expect(left.Items).To(HaveLen(len(gangs[1].Pods)))
+		for _, p := range left.Items {
+			Expect(scenario.GangOf(&p)).To(Equal(gangs[1].Name))
+		}
+		Expect(c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: gangs[0].Name}, dialect.PodGroupType())).To(Satisfy(apierrors.IsNotFound))
+		Expect(c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: gangs[1].Name}, dialect.PodGroupType())).To(Succeed())
+		// One request per pod: a collection delete is one request too,
+		// and has the API server list the namespace's pods from storage.
+		after, err := c.metrics(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		want := measure.Writes{"DELETE pods": float64(len(gangs[0].Pods)), "DELETE podgroups": 1}
+		Expect(measure.WritesFrom(after).Minus(measure.WritesFrom(before))).To(Equal(want))
+		Expect(d.writes()).To(Equal(want), "the deleter counts what the API server served")
 	}, SpecTimeout(2*time.Minute))
 
 	It("writes the results into the generated section of a document, keeping its prose", func(ctx context.Context) {

@@ -128,14 +128,18 @@ const crdSettle = 2*time.Second + 200*time.Millisecond
 func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res *report.Result) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	del := newDeleter(ctx, c, r.scenario.Hold, r.placer.Dialect().PodGroupType)
+	factory := informers.NewSharedInformerFactoryWithOptions(c.clientset, 0, informers.WithNamespace(namespace))
+	pods := factory.Core().V1().Pods().Informer()
+	if err := indexPodsByGang(pods); err != nil {
+		res.Err = err
+		return
+	}
+	del := newDeleter(ctx, c, r.scenario.Hold, pods.GetIndexer(), r.placer.Dialect().PodGroupType)
 	var onGangUp func(string)
 	if r.scenario.Hold > 0 {
 		onGangUp = del.schedule
 	}
 	tracker := measure.NewTracker(sizes, onGangUp)
-	factory := informers.NewSharedInformerFactoryWithOptions(c.clientset, 0, informers.WithNamespace(namespace))
-	pods := factory.Core().V1().Pods().Informer()
 	if _, err := pods.AddEventHandler(tracker); err != nil {
 		res.Err = err
 		return
@@ -252,7 +256,7 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 	}
 	var warmErr error
 	if metered, ok := proc.(placer.Metered); ok && r.scenario.WarmRound && endErr == nil {
-		res.Warm, warmErr = r.warmRound(ctx, c, proc, metered.MetricsURL(), sizes)
+		res.Warm, warmErr = r.warmRound(ctx, c, proc, metered.MetricsURL(), pods.GetIndexer(), sizes)
 	}
 	stopped = true
 	res.Err = errors.Join(endErr, warmErr, proc.Stop())
@@ -260,9 +264,10 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 
 // warmRound deletes the run's gangs, waits until the placer has seen them
 // go, creates as many new ones and reads the placer's counters over their
-// placing (scenario.Scenario.WarmRound).
-func (r *run) warmRound(ctx context.Context, c *cluster, proc placer.Process, metrics string, old map[string]int) (*report.WarmRound, error) {
-	d := newDeleter(ctx, c, 0, r.placer.Dialect().PodGroupType)
+// placing (scenario.Scenario.WarmRound); pods is the harness's pod
+// informer's indexer.
+func (r *run) warmRound(ctx context.Context, c *cluster, proc placer.Process, metrics string, pods toolscache.Indexer, old map[string]int) (*report.WarmRound, error) {
+	d := newDeleter(ctx, c, 0, pods, r.placer.Dialect().PodGroupType)
 	if err := inParallel(ctx, slices.Collect(maps.Keys(old)), func(_ context.Context, gang string) error {
 		d.delete(gang)
 		return nil
