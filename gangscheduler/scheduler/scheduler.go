@@ -191,6 +191,7 @@ func (s *Scheduler) RunOnce(ctx context.Context) error {
 	metrics.PredicateEvaluations.Add(float64(d.stats.PredicateEvaluations))
 
 	bindErr := c.settle()
+	settled := time.Now()
 	if err := c.leads(); err != nil {
 		metrics.FencedCycles.Inc()
 		s.opts.Log.Info("Not committing the rest of the cycle: this replica may no longer lead", "reason", err.Error(),
@@ -200,11 +201,12 @@ func (s *Scheduler) RunOnce(ctx context.Context) error {
 	c.holdEvents()
 	evictErr := s.evict(ctx, state, d)
 	seenWait, unseen := c.awaitBindsSeen()
-	writeErr := s.writeStatus(ctx, state, d, time.Now())
+	writing := time.Now()
+	writeErr := s.writeStatus(ctx, state, d, writing)
 	if len(d.bindings)+len(d.evictions) > 0 {
 		s.opts.Log.V(1).Info("Cycle committed", "binds", len(d.bindings), "evictions", len(d.evictions), "duration", time.Since(start),
 			"snapshot", snapshotted.Sub(start), "session", decided.Sub(snapshotted), "firstBind", c.firstDispatch.Sub(start),
-			"bindsSeenAfter", seenWait, "bindsUnseen", unseen)
+			"bindsSettledAfter", settled.Sub(decided), "bindsSeenAfter", seenWait, "bindsUnseen", unseen, "statusWrites", time.Since(writing))
 	}
 	return errors.Join(bindErr, evictErr, writeErr)
 }
