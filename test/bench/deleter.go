@@ -20,10 +20,10 @@ import (
 //
 // It deletes each pod by name, as a job controller or the garbage
 // collector does, finding a gang's pods in the harness's informer
-// (gangIndex). A collection delete by label would have the API server
-// list every pod of the namespace from storage for each gang: at 5000
-// nodes that list is 18 MB, and a wave of gangs ending together made
-// etcd read it thousands of times and run out of memory.
+// (gangIndex). A collection delete by label has the API server list every
+// pod of the namespace for each gang (a selector is not an index): at
+// 5000 nodes that list is 18 MB, and when a wave of gangs ended together
+// those lists reached etcd thousands of times and ran it out of memory.
 type deleter struct {
 	ctx      context.Context
 	c        *cluster

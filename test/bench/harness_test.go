@@ -163,7 +163,7 @@ var _ = Describe("a run", func() {
 		Expect(c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: gangs[0].Name}, dialect.PodGroupType())).To(Satisfy(apierrors.IsNotFound))
 		Expect(c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: gangs[1].Name}, dialect.PodGroupType())).To(Succeed())
 		// One request per pod: a collection delete is one request too,
-		// and has the API server list the namespace's pods from storage.
+		// and has the API server list every pod of the namespace.
 		after, err := c.metrics(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		want := measure.Writes{"DELETE pods": float64(len(gangs[0].Pods)), "DELETE podgroups": 1}
