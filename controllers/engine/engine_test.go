@@ -315,9 +315,12 @@ var _ = Describe("Job engine", func() {
 		// once its second pod is created, as if the process were gone,
 		// and whose manager is then stopped. Creates already under way
 		// beside it (a pass creates in slow-start batches) may still
-		// land: created counts every pod that did.
+		// land: created counts every pod whose create returned success,
+		// attempted every pod create sent; one the stop cancelled may
+		// land without its caller hearing so, so the crash leaves
+		// between the two.
 		Expect(op.Stop()).To(Succeed())
-		var created atomic.Int32
+		var created, attempted atomic.Int32
 		var dead atomic.Bool
 		errDead := errors.New("operator process is gone")
 		var crashing *testutil.Operator
@@ -327,6 +330,9 @@ var _ = Describe("Job engine", func() {
 				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 					if dead.Load() {
 						return errDead
+					}
+					if _, isPod := obj.(*corev1.Pod); isPod {
+						attempted.Add(1)
 					}
 					if err := c.Create(ctx, obj, opts...); err != nil {
 						return err
@@ -353,7 +359,7 @@ var _ = Describe("Job engine", func() {
 		Expect(crashing.Stop()).To(Succeed())
 
 		Expect(created.Load()).To(BeNumerically("<", 5), "the operator died before it created every pod")
-		before := jobs.livePods("crash", int(created.Load()))
+		before := jobs.livePodsBetween("crash", int(created.Load()), int(attempted.Load()))
 		beforeUIDs := map[string]types.UID{}
 		for _, p := range before {
 			beforeUIDs[p.Name] = p.UID

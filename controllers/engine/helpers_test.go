@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,25 @@ func (j *tfJobs) livePods(name string, n int) []corev1.Pod {
 		live = testutil.Live(pods)
 		g.Expect(live).To(HaveLen(n))
 	}).Should(Succeed())
+	return live
+}
+
+// livePodsBetween waits until the job has from min to max pods that are
+// not terminating, and the same ones for a second.
+func (j *tfJobs) livePodsBetween(name string, min, max int) []corev1.Pod {
+	list := func(g Gomega) []corev1.Pod {
+		pods, err := testutil.JobPods(j.ctx, suite.Client, j.ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		return testutil.Live(pods)
+	}
+	var live []corev1.Pod
+	EventuallyWithOffset(1, func(g Gomega) {
+		live = list(g)
+		g.Expect(len(live)).To(And(BeNumerically(">=", min), BeNumerically("<=", max)))
+	}).Should(Succeed())
+	ConsistentlyWithOffset(1, func(g Gomega) {
+		g.Expect(list(g)).To(HaveLen(len(live)))
+	}, time.Second).Should(Succeed())
 	return live
 }
 
