@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
@@ -25,33 +26,40 @@ func (j *tfJobs) get(g Gomega, name string) *kubeflowv1.TFJob {
 	return job
 }
 
+// live lists the job's pods that are not terminating.
+func (j *tfJobs) live(g Gomega, name string) []corev1.Pod {
+	pods, err := testutil.JobPods(j.ctx, suite.Client, j.ns, name)
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return testutil.Live(pods)
+}
+
 // livePods waits for exactly n pods of the job that are not terminating.
 func (j *tfJobs) livePods(name string, n int) []corev1.Pod {
 	var live []corev1.Pod
 	EventuallyWithOffset(1, func(g Gomega) {
-		pods, err := testutil.JobPods(j.ctx, suite.Client, j.ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		live = testutil.Live(pods)
+		live = j.live(g, name)
 		g.Expect(live).To(HaveLen(n))
 	}).Should(Succeed())
 	return live
 }
 
 // livePodsBetween waits until the job has from min to max pods that are
-// not terminating, and the same ones for a second.
+// not terminating, and the same pods for a second.
 func (j *tfJobs) livePodsBetween(name string, min, max int) []corev1.Pod {
-	list := func(g Gomega) []corev1.Pod {
-		pods, err := testutil.JobPods(j.ctx, suite.Client, j.ns, name)
-		g.Expect(err).NotTo(HaveOccurred())
-		return testutil.Live(pods)
+	uids := func(pods []corev1.Pod) []types.UID {
+		out := make([]types.UID, len(pods))
+		for i := range pods {
+			out[i] = pods[i].UID
+		}
+		return out
 	}
 	var live []corev1.Pod
 	EventuallyWithOffset(1, func(g Gomega) {
-		live = list(g)
+		live = j.live(g, name)
 		g.Expect(len(live)).To(And(BeNumerically(">=", min), BeNumerically("<=", max)))
 	}).Should(Succeed())
 	ConsistentlyWithOffset(1, func(g Gomega) {
-		g.Expect(list(g)).To(HaveLen(len(live)))
+		g.Expect(uids(j.live(g, name))).To(ConsistOf(uids(live)))
 	}, time.Second).Should(Succeed())
 	return live
 }
