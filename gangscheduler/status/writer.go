@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,26 +29,36 @@ const ActionScheduling = "Scheduling"
 // Writer writes PodGroup and Queue statuses, once per object per cycle and
 // only when they changed, and records the events of each change.
 //
-// It remembers what it wrote: the next cycle may run before the informer
-// delivers the write, and comparing against the stale object would write
-// the same status (and record the same events) again. So while the
-// informer still shows the version a write was made over, the written
-// status stands in for the object's (OldPodGroupStatus, OldQueueStatus).
+// It remembers what it decided to write: the next cycle may run before
+// the write lands (the scheduler's loop does not wait for a cycle's writes,
+// see Start), and before the informer delivers it, and comparing against
+// the stale object would write the same status (and record the same
+// events) again. So while the informer still shows a version from before
+// the write, the decided status stands in for the object's
+// (OldPodGroupStatus, OldQueueStatus); a write that fails gives way to
+// what was remembered before it, and the next cycle writes the change
+// again.
 type Writer struct {
 	client   client.Client
 	recorder events.EventRecorder
 	workers  int
 
 	mu      sync.Mutex
-	written map[types.UID]memo
+	written map[types.UID]*memo
 	// unschedulableAt is when each PodGroup's Unschedulable condition last
 	// had its status, reason or message written True (Gang.QuietUntil).
 	unschedulableAt map[types.UID]time.Time
 }
 
 type memo struct {
-	// from is the resourceVersion the status was written over.
-	from     string
+	// behind are the object's resourceVersions that precede the status:
+	// the one it was decided over and, when that was itself behind an
+	// earlier write the informer had not shown yet, that write's own and
+	// everything before it. An object at any other version is the truth
+	// again: the write, or something newer.
+	behind []string
+	// landed is the resourceVersion the write produced, once it did.
+	landed   string
 	podGroup *schedulingv1alpha1.PodGroupStatus
 	queue    *schedulingv1alpha1.QueueStatus
 }
@@ -55,38 +66,67 @@ type memo struct {
 // NewWriter returns a writer that patches through c, records events with
 // recorder and runs at most workers writes at once.
 func NewWriter(c client.Client, recorder events.EventRecorder, workers int) *Writer {
-	return &Writer{client: c, recorder: recorder, workers: max(workers, 1), written: map[types.UID]memo{}, unschedulableAt: map[types.UID]time.Time{}}
+	return &Writer{client: c, recorder: recorder, workers: max(workers, 1), written: map[types.UID]*memo{}, unschedulableAt: map[types.UID]time.Time{}}
 }
 
-// recall returns what was written over obj's version, if the informer has
-// not caught up with the write yet.
-func (w *Writer) recall(obj metav1.Object) (memo, bool) {
+// recall returns what was decided over obj's version, if the informer has
+// not caught up with it yet.
+func (w *Writer) recall(obj metav1.Object) (*memo, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	m, ok := w.written[obj.GetUID()]
 	if !ok {
-		return memo{}, false
+		return nil, false
 	}
-	if obj.GetResourceVersion() == m.from {
+	if slices.Contains(m.behind, obj.GetResourceVersion()) {
 		return m, true
 	}
-	// The informer shows the write, or something newer: the object is
-	// the truth again.
 	delete(w.written, obj.GetUID())
-	return memo{}, false
+	return nil, false
 }
 
-func (w *Writer) remember(uid types.UID, m memo) {
+// decide remembers the status about to be written over obj, and returns
+// what the write's outcome must call: landed with the version the write
+// produced, or failed, which restores what was remembered before.
+func (w *Writer) decide(obj metav1.Object, m *memo) (landed func(resourceVersion string), failed func()) {
+	uid, rv := obj.GetUID(), obj.GetResourceVersion()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	prev, had := w.written[uid]
+	m.behind = []string{rv}
+	if had && prev.landed != "" && slices.Contains(prev.behind, rv) {
+		m.behind = append(slices.Clone(prev.behind), prev.landed)
+	}
 	w.written[uid] = m
+	// Each outcome only touches the memo while it is still this write's:
+	// Forget may have dropped it since.
+	landed = func(resourceVersion string) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.written[uid] == m {
+			m.landed = resourceVersion
+		}
+	}
+	failed = func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.written[uid] != m {
+			return
+		}
+		if had {
+			w.written[uid] = prev
+		} else {
+			delete(w.written, uid)
+		}
+	}
+	return landed, failed
 }
 
 // Forget drops what is remembered of objects not in keep (deleted ones).
 func (w *Writer) Forget(keep func(types.UID) bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	maps.DeleteFunc(w.written, func(uid types.UID, _ memo) bool { return !keep(uid) })
+	maps.DeleteFunc(w.written, func(uid types.UID, _ *memo) bool { return !keep(uid) })
 	maps.DeleteFunc(w.unschedulableAt, func(uid types.UID, _ time.Time) bool { return !keep(uid) })
 }
 
@@ -150,35 +190,72 @@ type QueueWrite struct {
 	Old, New schedulingv1alpha1.QueueStatus
 }
 
-// Write patches every status that changed, then records the events of
-// each PodGroup written. A status whose write fails is written again next
-// cycle (its change is still there), and its events wait for that: events
-// follow the status, so each change is announced once.
+// Write writes every status that changed and waits for the writes: Start,
+// then Batch.Wait.
 func (w *Writer) Write(ctx context.Context, pgs []PodGroupWrite, qs []QueueWrite) error {
-	var changedPGs []PodGroupWrite
-	for _, pw := range pgs {
-		if !equality.Semantic.DeepEqual(pw.Old, pw.Update.Status) {
-			changedPGs = append(changedPGs, pw)
-		}
-	}
-	var changedQs []QueueWrite
-	for _, qw := range qs {
-		if !equality.Semantic.DeepEqual(qw.Old, qw.New) {
-			changedQs = append(changedQs, qw)
-		}
-	}
-	errs := make([]error, len(changedPGs)+len(changedQs))
-	parallel.ForEach(len(errs), w.workers, func(i int) {
-		if i < len(changedPGs) {
-			errs[i] = w.writePodGroup(ctx, changedPGs[i])
-		} else {
-			errs[i] = w.writeQueue(ctx, changedQs[i-len(changedPGs)])
-		}
-	})
-	return errors.Join(errs...)
+	return w.Start(ctx, pgs, qs).Wait()
 }
 
-func (w *Writer) writePodGroup(ctx context.Context, pw PodGroupWrite) error {
+// Batch is one Start's writes, under way.
+type Batch struct {
+	done chan struct{}
+	err  error
+}
+
+// Done is closed once every write of the batch has returned.
+func (b *Batch) Done() <-chan struct{} { return b.done }
+
+// Wait waits for the batch's writes and returns their errors. A nil Batch
+// has nothing to wait for.
+func (b *Batch) Wait() error {
+	if b == nil {
+		return nil
+	}
+	<-b.done
+	return b.err
+}
+
+// Start patches every status that changed, in the background, and records
+// the events of each PodGroup written once its write lands. A status whose
+// write fails is written again next cycle (its change is still there), and
+// its events wait for that: events follow the status, so each change is
+// announced once.
+//
+// What Start writes is remembered at once (OldPodGroupStatus and
+// OldQueueStatus answer with it), so a cycle may decide while the last
+// one's writes are under way. The statuses of a batch must be computed
+// after the previous batch is done: an object's writes then go out in
+// order, each computed over the one before, and UnschedulableWrittenAt is
+// current.
+func (w *Writer) Start(ctx context.Context, pgs []PodGroupWrite, qs []QueueWrite) *Batch {
+	var writes []func() error
+	for _, pw := range pgs {
+		if equality.Semantic.DeepEqual(pw.Old, pw.Update.Status) {
+			continue
+		}
+		decided := pw.Update.Status
+		landed, failed := w.decide(pw.PodGroup, &memo{podGroup: &decided})
+		writes = append(writes, func() error { return w.writePodGroup(ctx, pw, landed, failed) })
+	}
+	for _, qw := range qs {
+		if equality.Semantic.DeepEqual(qw.Old, qw.New) {
+			continue
+		}
+		decided := qw.New
+		landed, failed := w.decide(qw.Queue, &memo{queue: &decided})
+		writes = append(writes, func() error { return w.writeQueue(ctx, qw, landed, failed) })
+	}
+	b := &Batch{done: make(chan struct{})}
+	go func() {
+		defer close(b.done)
+		errs := make([]error, len(writes))
+		parallel.ForEach(len(writes), w.workers, func(i int) { errs[i] = writes[i]() })
+		b.err = errors.Join(errs...)
+	}()
+	return b
+}
+
+func (w *Writer) writePodGroup(ctx context.Context, pw PodGroupWrite, landed func(string), failed func()) error {
 	pg := pw.PodGroup
 	orig := &schedulingv1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pg.Namespace, Name: pg.Name},
@@ -187,6 +264,7 @@ func (w *Writer) writePodGroup(ctx context.Context, pw PodGroupWrite) error {
 	mod := orig.DeepCopy()
 	mod.Status = pw.Update.Status
 	if err := w.client.Status().Patch(ctx, mod, client.MergeFrom(orig)); err != nil {
+		failed()
 		if apierrors.IsNotFound(err) {
 			// Deleted since the snapshot (its job finished or was
 			// deleted): there is no status left to write.
@@ -197,9 +275,8 @@ func (w *Writer) writePodGroup(ctx context.Context, pw PodGroupWrite) error {
 		return fmt.Errorf("write status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
 	}
 	metrics.StatusWrites.WithLabelValues("PodGroup", "success").Inc()
-	written := pw.Update.Status
-	w.remember(pg.UID, memo{from: pg.ResourceVersion, podGroup: &written})
-	w.noteUnschedulable(pg.UID, pw.Old, written, pw.At)
+	landed(mod.ResourceVersion)
+	w.noteUnschedulable(pg.UID, pw.Old, pw.Update.Status, pw.At)
 	for _, e := range pw.Update.Events {
 		w.recorder.Eventf(pg, nil, e.Type, e.Reason, ActionScheduling, "%s", e.Message)
 	}
@@ -211,12 +288,13 @@ func (w *Writer) writePodGroup(ctx context.Context, pw PodGroupWrite) error {
 	return nil
 }
 
-func (w *Writer) writeQueue(ctx context.Context, qw QueueWrite) error {
+func (w *Writer) writeQueue(ctx context.Context, qw QueueWrite, landed func(string), failed func()) error {
 	q := qw.Queue
 	orig := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: q.Name}, Status: qw.Old}
 	mod := orig.DeepCopy()
 	mod.Status = qw.New
 	if err := w.client.Status().Patch(ctx, mod, client.MergeFrom(orig)); err != nil {
+		failed()
 		if apierrors.IsNotFound(err) {
 			metrics.StatusWrites.WithLabelValues("Queue", metrics.StatusGone).Inc()
 			return nil
@@ -225,7 +303,6 @@ func (w *Writer) writeQueue(ctx context.Context, qw QueueWrite) error {
 		return fmt.Errorf("write status of Queue %s: %w", q.Name, err)
 	}
 	metrics.StatusWrites.WithLabelValues("Queue", "success").Inc()
-	written := qw.New
-	w.remember(q.UID, memo{from: q.ResourceVersion, queue: &written})
+	landed(mod.ResourceVersion)
 	return nil
 }
