@@ -140,6 +140,7 @@ func TestSchedulerValues(t *testing.T) {
 	custom := render(t,
 		"--set-json", `scheduler.config={"actions":["enqueue","preempt","allocate","backfill"],"plugins":[{"name":"gang"},{"name":"predicates"},{"name":"nodeorder","arguments":{"gpuResources":["amd.com/gpu"]}}]}`,
 		"--set", "scheduler.minCyclePeriod=50ms", "--set", "scheduler.maxIdlePeriod=2s", "--set", "scheduler.bindWorkers=32",
+		"--set", "scheduler.statusWriteWorkers=4",
 		"--set", "scheduler.partialGangGracePeriod=45s", "--set", "scheduler.unschedulableRefreshPeriod=20s")
 	opts := checkSchedulerFlags(t, custom)
 	if want := []string{"enqueue", "preempt", "allocate", "backfill"}; !slices.Equal(opts.Config.Actions, want) {
@@ -152,10 +153,10 @@ func TestSchedulerValues(t *testing.T) {
 	if want := []string{"gang", "predicates", "nodeorder"}; !slices.Equal(plugins, want) {
 		t.Errorf("plugins = %v, want %v", plugins, want)
 	}
-	if opts.MinCyclePeriod.String() != "50ms" || opts.MaxIdlePeriod.String() != "2s" || opts.BindWorkers != 32 || opts.PartialGangGrace.String() != "45s" ||
-		opts.UnschedulableRefresh.String() != "20s" {
-		t.Errorf("tuning not applied: min cycle %v, max idle %v, bind workers %d, partial-gang grace %v, unschedulable refresh %v",
-			opts.MinCyclePeriod, opts.MaxIdlePeriod, opts.BindWorkers, opts.PartialGangGrace, opts.UnschedulableRefresh)
+	if opts.MinCyclePeriod.String() != "50ms" || opts.MaxIdlePeriod.String() != "2s" || opts.BindWorkers != 32 || opts.StatusWriteWorkers != 4 ||
+		opts.PartialGangGrace.String() != "45s" || opts.UnschedulableRefresh.String() != "20s" {
+		t.Errorf("tuning not applied: min cycle %v, max idle %v, bind workers %d, status write workers %d, partial-gang grace %v, unschedulable refresh %v",
+			opts.MinCyclePeriod, opts.MaxIdlePeriod, opts.BindWorkers, opts.StatusWriteWorkers, opts.PartialGangGrace, opts.UnschedulableRefresh)
 	}
 
 	checksum := func(r rendered) string {

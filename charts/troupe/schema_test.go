@@ -113,6 +113,11 @@ var wrongValues = []struct {
 		want: []string{"at '/scheduler/unschedulableRefreshPeriod'", "'-10s' does not match pattern"},
 	},
 	{
+		name: "no status writes in flight",
+		args: []string{"--set", "scheduler.statusWriteWorkers=0"},
+		want: []string{"at '/scheduler/statusWriteWorkers'", "minimum: got 0, want 1"},
+	},
+	{
 		name: "a zero client rate",
 		args: []string{"--set-json", "operator.kubeAPI.qps=0"},
 		want: []string{"at '/operator/kubeAPI/qps': exclusiveMinimum: got 0, want 0"},

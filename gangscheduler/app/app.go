@@ -176,7 +176,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 	}
 	sched := scheduler.New(c,
 		binder.New(mgr.GetClient(), recorder, opts.BindWorkers, binderOpts...),
-		status.NewWriter(mgr.GetClient(), recorder, opts.BindWorkers),
+		status.NewWriter(mgr.GetClient(), recorder, opts.StatusWriteWorkers),
 		scheduler.Options{
 			Actions:              acts,
 			Plugins:              plugs,

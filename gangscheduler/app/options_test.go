@@ -31,7 +31,7 @@ func TestParseFlags(t *testing.T) {
 			name: "defaults",
 			args: func(*testing.T) []string { return nil },
 			check: func(t *testing.T, o *Options) {
-				if o.SchedulerName != "troupe-scheduler" || o.BindWorkers != 256 || !o.PodScheduledEvents || o.MinCyclePeriod != 100*time.Millisecond ||
+				if o.SchedulerName != "troupe-scheduler" || o.BindWorkers != 256 || o.StatusWriteWorkers != 16 || !o.PodScheduledEvents || o.MinCyclePeriod != 100*time.Millisecond ||
 					o.MaxIdlePeriod != time.Second || o.LeaderElect || o.QPS != 5000 || o.Burst != 5000 || o.PartialGangGrace != 30*time.Second ||
 					o.LeaderElection.LeaseDuration != 15*time.Second || o.WatchListClient || o.UnschedulableRefresh != 10*time.Second {
 					t.Errorf("unexpected defaults: %+v", o)
@@ -46,14 +46,14 @@ func TestParseFlags(t *testing.T) {
 			args: func(t *testing.T) []string {
 				return []string{"--scheduler-name=gang-b", "--leader-elect", "--leader-election-id=x", "--leader-election-namespace=troupe-system",
 					"--metrics-bind-address=0", "--health-probe-bind-address=:9000", "--pprof-bind-address=127.0.0.1:6060", "--kube-api-qps=1000", "--kube-api-burst=2000",
-					"--bind-workers=64", "--pod-scheduled-events=false", "--min-cycle-period=20ms", "--max-idle-period=5s", "--partial-gang-grace-period=2m",
+					"--bind-workers=64", "--status-write-workers=8", "--pod-scheduled-events=false", "--min-cycle-period=20ms", "--max-idle-period=5s", "--partial-gang-grace-period=2m",
 					"--unschedulable-refresh-period=30s", "--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=5s", "--leader-elect-retry-period=1s", "--watch-list-client",
 					"--config=" + writeFile(t, "plugins:\n- name: gang\n- name: predicates\n")}
 			},
 			check: func(t *testing.T, o *Options) {
 				if o.SchedulerName != "gang-b" || !o.LeaderElect || o.LeaderElectionID != "x" || o.LeaderElectionNamespace != "troupe-system" ||
 					o.MetricsBindAddress != "0" || o.HealthProbeBindAddress != ":9000" || o.PprofBindAddress != "127.0.0.1:6060" || o.QPS != 1000 || o.Burst != 2000 ||
-					o.BindWorkers != 64 || o.PodScheduledEvents || o.MinCyclePeriod != 20*time.Millisecond || o.MaxIdlePeriod != 5*time.Second ||
+					o.BindWorkers != 64 || o.StatusWriteWorkers != 8 || o.PodScheduledEvents || o.MinCyclePeriod != 20*time.Millisecond || o.MaxIdlePeriod != 5*time.Second ||
 					o.PartialGangGrace != 2*time.Minute || o.LeaderElection.LeaseDuration != 8*time.Second || o.LeaderElection.RenewDeadline != 5*time.Second ||
 					o.LeaderElection.RetryPeriod != time.Second || !o.WatchListClient || o.UnschedulableRefresh != 30*time.Second {
 					t.Errorf("flags not applied: %+v", o)
@@ -71,12 +71,12 @@ func TestParseFlags(t *testing.T) {
 		{
 			name: "non-positive numbers, all reported",
 			args: func(*testing.T) []string {
-				return []string{"--kube-api-qps=0", "--kube-api-burst=0", "--bind-workers=0", "--min-cycle-period=-1s", "--max-idle-period=0s", "--partial-gang-grace-period=-1s",
+				return []string{"--kube-api-qps=0", "--kube-api-burst=0", "--bind-workers=0", "--status-write-workers=0", "--min-cycle-period=-1s", "--max-idle-period=0s", "--partial-gang-grace-period=-1s",
 					"--unschedulable-refresh-period=-1s"}
 			},
 			wantErr: []string{
 				"--kube-api-qps: must not be 0", "--kube-api-burst: must be at least 1", "--bind-workers: must be at least 1",
-				"--min-cycle-period: must not be negative", "--max-idle-period: must be greater than 0", "--partial-gang-grace-period: must not be negative, got -1s",
+				"--status-write-workers: must be at least 1, got 0", "--min-cycle-period: must not be negative", "--max-idle-period: must be greater than 0", "--partial-gang-grace-period: must not be negative, got -1s",
 				"--unschedulable-refresh-period: must not be negative, got -1s",
 			},
 		},

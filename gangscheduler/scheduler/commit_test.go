@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	clientevents "k8s.io/client-go/tools/events"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 	"github.com/troupe-ml/troupe/gangscheduler/actions"
@@ -74,6 +77,8 @@ type knobs struct {
 	// frozen stops the informers once they have synced: the cache keeps
 	// what they listed and shows nothing after, binds included.
 	frozen bool
+	// statusClient, if set, is the status writer's client.
+	statusClient client.Client
 }
 
 var _ = Describe("a cycle's commit", Serial, func() {
@@ -82,8 +87,18 @@ var _ = Describe("a cycle's commit", Serial, func() {
 		ns  string
 	)
 
-	// gangs creates n gangs of two 1-CPU pods, named g0..g{n-1}, on two
-	// nodes of 8 CPU.
+	// gang creates gang gN: a PodGroup and two 1-CPU pods.
+	gang := func(g int) {
+		name := fmt.Sprintf("g%d", g)
+		ExpectWithOffset(1, suite.Client.Create(ctx, testutil.MakePodGroup(name, ns).MinMember(2).Obj())).To(Succeed())
+		for m := range 2 {
+			pod := testutil.MakeGangPod(fmt.Sprintf("%s-%d", name, m), ns).Group(name).Role("worker").
+				Request(corev1.ResourceCPU, "1").Obj()
+			ExpectWithOffset(1, suite.Client.Create(ctx, pod)).To(Succeed())
+		}
+	}
+
+	// gangs creates n gangs, g0..g{n-1}, on two nodes of 8 CPU.
 	gangs := func(n int) {
 		for i := range 2 {
 			node := testutil.MakeNode(fmt.Sprintf("%s-n%d", ns, i)).Capacity("8", "32Gi").Obj()
@@ -91,13 +106,7 @@ var _ = Describe("a cycle's commit", Serial, func() {
 			DeferCleanup(func() { Expect(client.IgnoreNotFound(suite.Client.Delete(context.Background(), node))).To(Succeed()) })
 		}
 		for g := range n {
-			name := fmt.Sprintf("g%d", g)
-			Expect(suite.Client.Create(ctx, testutil.MakePodGroup(name, ns).MinMember(2).Obj())).To(Succeed())
-			for m := range 2 {
-				pod := testutil.MakeGangPod(fmt.Sprintf("%s-%d", name, m), ns).Group(name).Role("worker").
-					Request(corev1.ResourceCPU, "1").Obj()
-				Expect(suite.Client.Create(ctx, pod)).To(Succeed())
-			}
+			gang(g)
 		}
 	}
 
@@ -118,7 +127,11 @@ var _ = Describe("a cycle's commit", Serial, func() {
 			stopInformers()
 		}
 		recorder := clientevents.NewFakeRecorder(1000)
-		return scheduler.New(c, binder.New(suite.Client, recorder, 4), status.NewWriter(suite.Client, recorder, 4),
+		statusClient := k.statusClient
+		if statusClient == nil {
+			statusClient = suite.Client
+		}
+		return scheduler.New(c, binder.New(suite.Client, recorder, 4), status.NewWriter(statusClient, recorder, 4),
 			scheduler.Options{
 				Actions:       append([]framework.Action{actions.NewAllocate()}, k.extra...),
 				Plugins:       plugins.Default(),
@@ -164,6 +177,37 @@ var _ = Describe("a cycle's commit", Serial, func() {
 		for g := range 3 {
 			Expect(podGroupPhase(g)).To(Equal(schedulingv1alpha1.PodGroupRunning), "PodGroup g%d", g)
 		}
+	})
+
+	// What a user reads must not delay the binds: the loop starts the next
+	// cycle while the last one's status writes are under way.
+	It("binds the next cycle's gangs while the last cycle's status writes are held, and writes each status once", func() {
+		gangs(1)
+		held := &heldStatusPatches{release: make(chan struct{})}
+		s := newScheduler(knobs{statusClient: held.client()})
+		sctx, stop := context.WithCancel(ctx)
+		DeferCleanup(stop)
+		go func() {
+			defer GinkgoRecover()
+			Expect(s.Start(sctx)).To(Succeed())
+		}()
+		Eventually(boundPods).Should(HaveLen(2))
+		Eventually(held.waiting).Should(HaveKey("g0"), "the first cycle wrote no status for g0")
+
+		gang(1)
+		Eventually(boundPods).Should(HaveLen(4), "g1 waited for g0's status write")
+		Expect(held.waiting()).To(HaveKeyWithValue("g0", 1), "g0's status write was let through")
+		Expect(podGroupPhase(0)).To(BeEmpty(), "g0's status landed while its write was held")
+
+		close(held.release)
+		Eventually(func() []schedulingv1alpha1.PodGroupPhase {
+			return []schedulingv1alpha1.PodGroupPhase{podGroupPhase(0), podGroupPhase(1)}
+		}).
+			Should(HaveEach(schedulingv1alpha1.PodGroupRunning))
+		// Cycles go on (at least every MaxIdlePeriod): none of them writes
+		// a status again, though the informer may show the first writes
+		// only later than the cycle that decided them.
+		Consistently(held.podGroupWrites).WithTimeout(3 * time.Second).Should(Equal(map[string]int{"g0": 1, "g1": 1}))
 	})
 
 	// The status writes wait for the scheduler's own informer to show the
@@ -241,3 +285,56 @@ var _ = Describe("a cycle's commit", Serial, func() {
 		Consistently(boundPods).WithTimeout(time.Second).Should(HaveLen(2))
 	})
 })
+
+// heldStatusPatches is a status writer's client whose PodGroup status
+// patches wait until release is closed; it counts them by PodGroup.
+type heldStatusPatches struct {
+	release chan struct{}
+	mu      sync.Mutex
+	// held are the patches waiting, sent the patches sent (both by
+	// PodGroup name).
+	held, sent map[string]int
+}
+
+func (h *heldStatusPatches) client() client.Client {
+	h.held, h.sent = map[string]int{}, map[string]int{}
+	c, err := client.NewWithWatch(suite.Env.Config, client.Options{Scheme: suite.Client.Scheme()})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return interceptor.NewClient(c, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if _, ok := obj.(*schedulingv1alpha1.PodGroup); ok {
+				h.count(h.held, obj.GetName(), 1)
+				select {
+				case <-h.release:
+				case <-ctx.Done():
+				}
+				h.count(h.held, obj.GetName(), -1)
+				h.count(h.sent, obj.GetName(), 1)
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+}
+
+func (h *heldStatusPatches) count(m map[string]int, name string, by int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m[name] += by
+	if m[name] == 0 {
+		delete(m, name)
+	}
+}
+
+// waiting are the PodGroup status patches held now, by PodGroup.
+func (h *heldStatusPatches) waiting() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.held)
+}
+
+// podGroupWrites are the PodGroup status patches sent, by PodGroup.
+func (h *heldStatusPatches) podGroupWrites() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.sent)
+}

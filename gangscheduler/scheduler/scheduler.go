@@ -92,6 +92,11 @@ type Scheduler struct {
 	opts     Options
 	refusals *bindRefusals
 	now      func() time.Time
+	// writes are the last status writes started, while they may still be
+	// under way; statusDeferred says a cycle since left its statuses to a
+	// later one. Cycles run one at a time, and only they touch these.
+	writes         *status.Batch
+	statusDeferred bool
 }
 
 // New returns a scheduler over its parts.
@@ -117,6 +122,8 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	if !s.cache.WaitForSync(ctx) {
 		return nil // ctx ended before the informers synced
 	}
+	// The last cycle's writes end with ctx; they are not left running.
+	defer func() { _ = s.awaitWrites() }()
 	metrics.CachesSynced.SetToCurrentTime()
 	if s.opts.StartAfter != nil {
 		s.opts.StartAfter(ctx)
@@ -131,6 +138,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			return nil
 		case <-s.cache.Changed():
 		case <-idle.C:
+		case <-s.deferredWritesDone():
 		}
 		if wait := s.opts.MinCyclePeriod - time.Since(last); wait > 0 {
 			select {
@@ -140,14 +148,53 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			}
 		}
 		last = time.Now()
-		if err := s.RunOnce(ctx); err != nil && ctx.Err() == nil {
+		if err := s.cycle(ctx); err != nil && ctx.Err() == nil {
 			s.opts.Log.Error(err, "Scheduling cycle")
 		}
 		idle.Reset(s.opts.MaxIdlePeriod)
 	}
 }
 
-// RunOnce runs one cycle.
+// RunOnce runs one cycle and waits for its status writes.
+func (s *Scheduler) RunOnce(ctx context.Context) error {
+	err := s.cycle(ctx)
+	return errors.Join(err, s.awaitWrites())
+}
+
+// awaitWrites waits for the status writes of the last cycle, if any are
+// under way, and returns their errors.
+func (s *Scheduler) awaitWrites() error {
+	b := s.writes
+	s.writes = nil
+	return b.Wait()
+}
+
+// writesUnderway tells whether the last status writes started are still
+// under way.
+func (s *Scheduler) writesUnderway() bool {
+	if s.writes == nil {
+		return false
+	}
+	select {
+	case <-s.writes.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// deferredWritesDone is closed when the status writes that made a cycle
+// defer its own are done, so that a cycle then writes what was deferred;
+// nil (never ready) when no cycle deferred.
+func (s *Scheduler) deferredWritesDone() <-chan struct{} {
+	if !s.statusDeferred || s.writes == nil {
+		return nil
+	}
+	return s.writes.Done()
+}
+
+// cycle runs one cycle and starts its status writes, which it leaves
+// under way (Scheduler.writes).
 //
 // A gang's binds start the moment the session commits it (commit.dispatch),
 // while the session goes on deciding the gangs after it: the decision
@@ -158,7 +205,20 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // binds are under way. The cycle ends once its binds have returned: the
 // evictions and the status writes follow them, and the next cycle's
 // snapshot sees each bind done or, if it failed, the pod pending again.
-func (s *Scheduler) RunOnce(ctx context.Context) error {
+//
+// The status writes do not hold the next cycle back: what a user reads
+// must not delay the binds. The cycle hands its statuses to the writer,
+// which remembers them as decided (status.Writer.Start), and ends; the
+// next cycles decide and bind while they are written. A cycle that ends
+// while they are still under way computes and writes no status: it leaves
+// them to the first cycle after the writes are done (the loop runs one
+// then), which computes each status from its own snapshot over what
+// landed. So one PodGroup's writes go out in order, each computed over the
+// last, and the changes of the cycles between are written together, once.
+// The cost is the status's lag: while writes are under way, a cycle's
+// outcome reaches the PodGroups only once they are done, and a gang that
+// turned partial meanwhile is marked so (and its grace starts) only then.
+func (s *Scheduler) cycle(ctx context.Context) error {
 	start := time.Now()
 	defer func() {
 		metrics.CycleDuration.Observe(time.Since(start).Seconds())
@@ -200,15 +260,25 @@ func (s *Scheduler) RunOnce(ctx context.Context) error {
 	}
 	c.holdEvents()
 	evictErr := s.evict(ctx, state, d)
-	seenWait, unseen := c.awaitBindsSeen()
-	writing := time.Now()
-	writeErr := s.writeStatus(ctx, state, d, writing)
+	s.statusDeferred = s.writesUnderway()
+	var (
+		seenWait     time.Duration
+		unseen       int
+		lastWriteErr error
+	)
+	if !s.statusDeferred {
+		seenWait, unseen = c.awaitBindsSeen()
+		lastWriteErr = s.awaitWrites()
+		s.writes = s.writeStatus(ctx, state, d, time.Now())
+		c.holdEventsFor(s.writes)
+	}
 	if len(d.bindings)+len(d.evictions) > 0 {
 		s.opts.Log.V(1).Info("Cycle committed", "binds", len(d.bindings), "evictions", len(d.evictions), "duration", time.Since(start),
 			"snapshot", snapshotted.Sub(start), "session", decided.Sub(snapshotted), "firstBind", c.firstDispatch.Sub(start),
-			"bindsSettledAfter", settled.Sub(decided), "bindsSeenAfter", seenWait, "bindsUnseen", unseen, "statusWrites", time.Since(writing))
+			"bindsSettledAfter", settled.Sub(decided), "bindsSeenAfter", seenWait, "bindsUnseen", unseen,
+			"statusDeferred", s.statusDeferred)
 	}
-	return errors.Join(bindErr, evictErr, writeErr)
+	return errors.Join(bindErr, evictErr, lastWriteErr)
 }
 
 // decisionActions are the configured actions, then PartialGangs, which
@@ -218,17 +288,20 @@ func (s *Scheduler) decisionActions() []framework.Action {
 }
 
 // stamp gives the snapshot what the cycle knows beyond the informers:
-// the time of the decision, when each gang was first seen partial and
-// when its attempt to be placed began (from what this scheduler last
-// wrote, which the informer may not show yet),
-// and the nodes that refused each gang's binds. The session is then a
-// function of the snapshot alone.
+// the time of the decision; each gang's phase, when it was first seen
+// partial and when its attempt to be placed began (from the status this
+// scheduler last decided, which may not have landed yet, let alone reached
+// the informer); and the nodes that refused each gang's binds. The session
+// is then a function of the snapshot alone.
 func (s *Scheduler) stamp(state *cache.State, now time.Time) {
 	snap := state.Snapshot
 	snap.Now = now
 	for id, job := range snap.Jobs {
 		if pg := state.PodGroups[id]; pg != nil {
 			old := s.status.OldPodGroupStatus(pg)
+			if old.Phase != "" {
+				job.Phase = api.JobPhase(old.Phase)
+			}
 			job.PartialSince = status.PartialSince(old)
 			if t := old.ScheduleStartTime; t != nil {
 				job.WaitingSince = &t.Time
@@ -398,6 +471,20 @@ func (c *commit) holdEvents() {
 	}
 }
 
+// holdEventsFor keeps the event gate, if there is one, held until b's
+// writes are done: the events of a cycle wait for its status writes too,
+// which outlast it.
+func (c *commit) holdEventsFor(b *status.Batch) {
+	if c.s.opts.EventGate == nil {
+		return
+	}
+	release := c.s.opts.EventGate.Hold()
+	go func() {
+		<-b.Done()
+		release()
+	}()
+}
+
 func (c *commit) releaseEvents() {
 	if c.release != nil {
 		c.release()
@@ -494,9 +581,9 @@ func (s *Scheduler) evict(ctx context.Context, state *cache.State, d decision) e
 	return nil
 }
 
-// writeStatus computes every gang's and queue's status and writes those
-// that changed.
-func (s *Scheduler) writeStatus(ctx context.Context, state *cache.State, d decision, now time.Time) error {
+// writeStatus computes every gang's and queue's status and starts the
+// writes of those that changed.
+func (s *Scheduler) writeStatus(ctx context.Context, state *cache.State, d decision, now time.Time) *status.Batch {
 	var pgWrites []status.PodGroupWrite
 	usage := map[api.QueueID]*status.QueueUsage{}
 	live := map[types.UID]bool{}
@@ -567,5 +654,5 @@ func (s *Scheduler) writeStatus(ctx context.Context, state *cache.State, d decis
 		qWrites = append(qWrites, status.QueueWrite{Queue: q, Old: s.status.OldQueueStatus(q), New: status.ComputeQueue(q, u)})
 	}
 	s.status.Forget(func(uid types.UID) bool { return live[uid] })
-	return s.status.Write(ctx, pgWrites, qWrites)
+	return s.status.Start(ctx, pgWrites, qWrites)
 }
