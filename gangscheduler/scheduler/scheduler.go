@@ -216,8 +216,11 @@ func (s *Scheduler) deferredWritesDone() <-chan struct{} {
 // landed. So one PodGroup's writes go out in order, each computed over the
 // last, and the changes of the cycles between are written together, once.
 // The cost is the status's lag: while writes are under way, a cycle's
-// outcome reaches the PodGroups only once they are done, and a gang that
-// turned partial meanwhile is marked so (and its grace starts) only then.
+// outcome reaches the PodGroups only once they are done, and, since it is
+// not decided either, the next cycles' stamps do not see it: a gang that
+// turned partial or began waiting meanwhile is stamped so (its grace, its
+// wait for a hold, start) only then, and an admission without a placement
+// is made afresh by the next cycle.
 func (s *Scheduler) cycle(ctx context.Context) error {
 	start := time.Now()
 	defer func() {
