@@ -77,9 +77,10 @@ type Options struct {
 	// first cycle, which waits for it to return.
 	StartAfter func(ctx context.Context)
 	// Fence, if set, is asked whether this replica still leads
-	// (cmdutil.LeaseFence) before each gang's binds and before the
-	// cycle's evictions and status writes; once it refuses, the cycle
-	// commits nothing more: no bind, eviction or status write.
+	// (cmdutil.LeaseFence) before each gang's binds, before the cycle's
+	// evictions and status writes, and before each status write (which
+	// may outlast the cycle); once it refuses, the cycle commits nothing
+	// more: no bind, eviction or status write.
 	Fence func() error
 	Log   logr.Logger
 }
@@ -657,5 +658,5 @@ func (s *Scheduler) writeStatus(ctx context.Context, state *cache.State, d decis
 		qWrites = append(qWrites, status.QueueWrite{Queue: q, Old: s.status.OldQueueStatus(q), New: status.ComputeQueue(q, u)})
 	}
 	s.status.Forget(func(uid types.UID) bool { return live[uid] })
-	return s.status.Start(ctx, pgWrites, qWrites)
+	return s.status.Start(ctx, s.opts.Fence, pgWrites, qWrites)
 }

@@ -190,10 +190,10 @@ type QueueWrite struct {
 	Old, New schedulingv1alpha1.QueueStatus
 }
 
-// Write writes every status that changed and waits for the writes: Start,
-// then Batch.Wait.
+// Write writes every status that changed and waits for the writes: Start
+// without a fence, then Batch.Wait.
 func (w *Writer) Write(ctx context.Context, pgs []PodGroupWrite, qs []QueueWrite) error {
-	return w.Start(ctx, pgs, qs).Wait()
+	return w.Start(ctx, nil, pgs, qs).Wait()
 }
 
 // Batch is one Start's writes, under way.
@@ -227,15 +227,24 @@ func (b *Batch) Wait() error {
 // after the previous batch is done: an object's writes then go out in
 // order, each computed over the one before, and UnschedulableWrittenAt is
 // current.
-func (w *Writer) Start(ctx context.Context, pgs []PodGroupWrite, qs []QueueWrite) *Batch {
-	var writes []func() error
+//
+// fence, if not nil, is asked before each write (cmdutil.LeaseFence): a
+// batch outlasts the cycle that started it, and a replica that stopped
+// leading meanwhile must not write over its successor's statuses. Once it
+// refuses, the writes not yet sent are dropped, as failed ones are.
+func (w *Writer) Start(ctx context.Context, fence func() error, pgs []PodGroupWrite, qs []QueueWrite) *Batch {
+	type write struct {
+		send   func() error
+		failed func()
+	}
+	var writes []write
 	for _, pw := range pgs {
 		if equality.Semantic.DeepEqual(pw.Old, pw.Update.Status) {
 			continue
 		}
 		decided := pw.Update.Status
 		landed, failed := w.decide(pw.PodGroup, &memo{podGroup: &decided})
-		writes = append(writes, func() error { return w.writePodGroup(ctx, pw, landed, failed) })
+		writes = append(writes, write{func() error { return w.writePodGroup(ctx, pw, landed, failed) }, failed})
 	}
 	for _, qw := range qs {
 		if equality.Semantic.DeepEqual(qw.Old, qw.New) {
@@ -243,13 +252,33 @@ func (w *Writer) Start(ctx context.Context, pgs []PodGroupWrite, qs []QueueWrite
 		}
 		decided := qw.New
 		landed, failed := w.decide(qw.Queue, &memo{queue: &decided})
-		writes = append(writes, func() error { return w.writeQueue(ctx, qw, landed, failed) })
+		writes = append(writes, write{func() error { return w.writeQueue(ctx, qw, landed, failed) }, failed})
 	}
 	b := &Batch{done: make(chan struct{})}
 	go func() {
 		defer close(b.done)
 		errs := make([]error, len(writes))
-		parallel.ForEach(len(writes), w.workers, func(i int) { errs[i] = writes[i]() })
+		var (
+			mu      sync.Mutex
+			refused error
+			dropped int
+		)
+		parallel.ForEach(len(writes), w.workers, func(i int) {
+			if fence != nil {
+				if err := fence(); err != nil {
+					writes[i].failed()
+					mu.Lock()
+					refused = err
+					dropped++
+					mu.Unlock()
+					return
+				}
+			}
+			errs[i] = writes[i].send()
+		})
+		if refused != nil {
+			errs = append(errs, fmt.Errorf("%d status writes not sent: this replica may no longer lead: %w", dropped, refused))
+		}
 		b.err = errors.Join(errs...)
 	}()
 	return b

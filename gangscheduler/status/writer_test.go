@@ -73,7 +73,7 @@ var _ = Describe("the status writer", func() {
 		return pg
 	}
 	write := func(w *status.Writer, over *schedulingv1alpha1.PodGroup, old, update schedulingv1alpha1.PodGroupStatus) *status.Batch {
-		return w.Start(ctx, []status.PodGroupWrite{{PodGroup: over, Old: old, Update: status.Update{Status: update}}}, nil)
+		return w.Start(ctx, nil, []status.PodGroupWrite{{PodGroup: over, Old: old, Update: status.Update{Status: update}}}, nil)
 	}
 
 	It("answers with a status from the moment it is decided, before its write lands", func() {
@@ -124,6 +124,22 @@ var _ = Describe("the status writer", func() {
 		Expect(write(w, seen, inqueue, phase(schedulingv1alpha1.PodGroupRunning)).Wait()).To(MatchError(errRefused))
 		Expect(w.OldPodGroupStatus(seen)).To(Equal(inqueue), "the failed write's status stood in for the one that landed")
 		Expect(current().Status).To(Equal(inqueue))
+	})
+
+	// A batch outlasts its cycle: a replica that stopped leading meanwhile
+	// sends nothing more of it.
+	It("sends no write once the fence refuses, and remembers none of them", func() {
+		patches := &statusPatches{}
+		w := status.NewWriter(patches.client(), clientevents.NewFakeRecorder(10), 2)
+		inqueue := phase(schedulingv1alpha1.PodGroupInqueue)
+		Expect(write(w, seen, seen.Status, inqueue).Wait()).To(Succeed())
+
+		lost := errors.New("lease not renewed within the deadline")
+		batch := w.Start(ctx, func() error { return lost },
+			[]status.PodGroupWrite{{PodGroup: seen, Old: inqueue, Update: status.Update{Status: phase(schedulingv1alpha1.PodGroupRunning)}}}, nil)
+		Expect(batch.Wait()).To(MatchError(And(ContainSubstring("1 status writes not sent: this replica may no longer lead"), ContainSubstring(lost.Error()))))
+		Expect(current().Status).To(Equal(inqueue), "a write went out after the fence refused")
+		Expect(w.OldPodGroupStatus(seen)).To(Equal(inqueue), "the dropped write's status stood in for the one that landed")
 	})
 
 	It("remembers nothing of a first write that fails", func() {
