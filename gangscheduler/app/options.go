@@ -78,9 +78,9 @@ func NewOptions() *Options {
 		// Few, so that a cycle's binds, which no longer wait for the last
 		// cycle's status writes, are not crowded out by them at the API
 		// server. Alone, 16 in flight write about three quarters as fast
-		// as 256; beside the binds, 256 slowed them several times over
-		// (docs/benchmarks.md, "S7x5 with the status writes off the
-		// binds' path").
+		// as 256; beside the binds, 256 of them slowed a cycle's binds
+		// enough to fail an S7x5 run (docs/benchmarks.md, "S7x5 with the
+		// status writes off the binds' path").
 		StatusWriteWorkers:   16,
 		PodScheduledEvents:   true,
 		MinCyclePeriod:       scheduler.DefaultMinCyclePeriod,
