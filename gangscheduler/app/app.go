@@ -174,9 +174,19 @@ func Run(ctx context.Context, cfg *rest.Config, opts *Options, tuning ...func(*c
 	if !opts.PodScheduledEvents {
 		binderOpts = append(binderOpts, binder.WithoutScheduledEvents())
 	}
+	// The status writer runs beside the loop, so that what a user reads
+	// never holds the binds back.
+	writer := status.NewWriter(mgr.GetClient(), recorder, status.WriterOptions{
+		Workers:   opts.StatusWriteWorkers,
+		Fence:     fence.Checker(),
+		EventGate: gate,
+	})
+	if err := mgr.Add(writer); err != nil {
+		return err
+	}
 	sched := scheduler.New(c,
 		binder.New(mgr.GetClient(), recorder, opts.BindWorkers, binderOpts...),
-		status.NewWriter(mgr.GetClient(), recorder, opts.StatusWriteWorkers),
+		writer,
 		scheduler.Options{
 			Actions:              acts,
 			Plugins:              plugs,

@@ -779,18 +779,25 @@ plugins:
 	It("takes a PodGroup or Queue deleted since the snapshot as nothing left to write", func() {
 		c, err := client.New(schedulerConfig, client.Options{Scheme: suite.Client.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
-		w := status.NewWriter(c, clientevents.NewFakeRecorder(10), 2)
+		w := status.NewWriter(c, clientevents.NewFakeRecorder(10), status.WriterOptions{Workers: 2})
+		wctx, stop := context.WithCancel(ctx)
+		DeferCleanup(stop)
+		go func() { _ = w.Start(wctx) }()
 		pg := testutil.MakePodGroup("gone", ns).MinMember(1).Obj()
-		q := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: ns + "-gone"}}
+		// Never created: their UIDs are made up, as the writer keys its
+		// records by UID.
+		pg.UID = "gone-podgroup"
+		q := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: ns + "-gone", UID: "gone-queue"}}
 		gone := func() float64 {
 			return counter("troupe_scheduler_status_writes_total", map[string]string{"kind": "PodGroup", "result": "gone"}) +
 				counter("troupe_scheduler_status_writes_total", map[string]string{"kind": "Queue", "result": "gone"})
 		}
 		before := gone()
-		Expect(w.Write(ctx,
+		w.Write(
 			[]status.PodGroupWrite{{PodGroup: pg, Update: status.Update{Status: schedulingv1alpha1.PodGroupStatus{Phase: schedulingv1alpha1.PodGroupRunning}}}},
 			[]status.QueueWrite{{Queue: q, New: schedulingv1alpha1.QueueStatus{Running: 1}}},
-		)).To(Succeed())
+			nil)
+		Expect(w.Flush(ctx)).To(Succeed())
 		Expect(gone() - before).To(Equal(2.0))
 		Expect(apierrors.IsNotFound(suite.Client.Get(ctx, client.ObjectKeyFromObject(pg), &schedulingv1alpha1.PodGroup{}))).To(BeTrue(), "a status write created no PodGroup")
 	})

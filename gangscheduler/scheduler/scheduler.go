@@ -77,10 +77,10 @@ type Options struct {
 	// first cycle, which waits for it to return.
 	StartAfter func(ctx context.Context)
 	// Fence, if set, is asked whether this replica still leads
-	// (cmdutil.LeaseFence) before each gang's binds, before the cycle's
-	// evictions and status writes, and before each status write (which
-	// may outlast the cycle); once it refuses, the cycle commits nothing
-	// more: no bind, eviction or status write.
+	// (cmdutil.LeaseFence) before each gang's binds and before the cycle's
+	// evictions and statuses; once it refuses, the cycle commits nothing
+	// more: no bind, eviction or status. (The status writer asks its own
+	// fence before each write: status.WriterOptions.)
 	Fence func() error
 	Log   logr.Logger
 }
@@ -93,11 +93,10 @@ type Scheduler struct {
 	opts     Options
 	refusals *bindRefusals
 	now      func() time.Time
-	// writes are the last status writes started, while they may still be
-	// under way; statusDeferred says a cycle since left its statuses to a
-	// later one. Cycles run one at a time, and only they touch these.
-	writes         *status.Batch
-	statusDeferred bool
+	// bindsSeen is closed once the informer shows the last cycle's binds,
+	// or gave up waiting (commit.bindsSeen). Cycles run one at a time, and
+	// only they touch it.
+	bindsSeen <-chan struct{}
 }
 
 // New returns a scheduler over its parts.
@@ -118,13 +117,11 @@ func New(c *cache.Cache, b *binder.Binder, w *status.Writer, opts Options) *Sche
 // then one after every change to the watched objects (at most one per
 // MinCyclePeriod), and one after MaxIdlePeriod without changes. It is a
 // controller-runtime Runnable that needs leader election: only the leader
-// binds.
+// binds. The status writer runs apart (status.Writer.Start).
 func (s *Scheduler) Start(ctx context.Context) error {
 	if !s.cache.WaitForSync(ctx) {
 		return nil // ctx ended before the informers synced
 	}
-	// The last cycle's writes end with ctx; they are not left running.
-	defer func() { _ = s.awaitWrites() }()
 	metrics.CachesSynced.SetToCurrentTime()
 	if s.opts.StartAfter != nil {
 		s.opts.StartAfter(ctx)
@@ -139,7 +136,6 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			return nil
 		case <-s.cache.Changed():
 		case <-idle.C:
-		case <-s.deferredWritesDone():
 		}
 		if wait := s.opts.MinCyclePeriod - time.Since(last); wait > 0 {
 			select {
@@ -156,46 +152,14 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 }
 
-// RunOnce runs one cycle and waits for its status writes.
+// RunOnce runs one cycle and waits until a write was attempted for each
+// status it decided (status.Writer.Flush): the writer must be running.
 func (s *Scheduler) RunOnce(ctx context.Context) error {
 	err := s.cycle(ctx)
-	return errors.Join(err, s.awaitWrites())
+	return errors.Join(err, s.status.Flush(ctx))
 }
 
-// awaitWrites waits for the status writes of the last cycle, if any are
-// under way, and returns their errors.
-func (s *Scheduler) awaitWrites() error {
-	b := s.writes
-	s.writes = nil
-	return b.Wait()
-}
-
-// writesUnderway tells whether the last status writes started are still
-// under way.
-func (s *Scheduler) writesUnderway() bool {
-	if s.writes == nil {
-		return false
-	}
-	select {
-	case <-s.writes.Done():
-		return false
-	default:
-		return true
-	}
-}
-
-// deferredWritesDone is closed when the status writes that made a cycle
-// defer its own are done, so that a cycle then writes what was deferred;
-// nil (never ready) when no cycle deferred.
-func (s *Scheduler) deferredWritesDone() <-chan struct{} {
-	if !s.statusDeferred || s.writes == nil {
-		return nil
-	}
-	return s.writes.Done()
-}
-
-// cycle runs one cycle and starts its status writes, which it leaves
-// under way (Scheduler.writes).
+// cycle runs one cycle and hands its statuses to the writer.
 //
 // A gang's binds start the moment the session commits it (commit.dispatch),
 // while the session goes on deciding the gangs after it: the decision
@@ -208,20 +172,14 @@ func (s *Scheduler) deferredWritesDone() <-chan struct{} {
 // snapshot sees each bind done or, if it failed, the pod pending again.
 //
 // The status writes do not hold the next cycle back: what a user reads
-// must not delay the binds. The cycle hands its statuses to the writer,
-// which remembers them as decided (status.Writer.Start), and ends; the
-// next cycles decide and bind while they are written. A cycle that ends
-// while they are still under way computes and writes no status: it leaves
-// them to the first cycle after the writes are done (the loop runs one
-// then), which computes each status from its own snapshot over what
-// landed. So one PodGroup's writes go out in order, each computed over the
-// last, and the changes of the cycles between are written together, once.
-// The cost is the status's lag: while writes are under way, a cycle's
-// outcome reaches the PodGroups only once they are done, and, since it is
-// not decided either, the next cycles' stamps do not see it: a gang that
-// turned partial or began waiting meanwhile is stamped so (its grace, its
-// wait for a hold, start) only then, and an admission without a placement
-// is made afresh by the next cycle.
+// must not delay the binds. Every cycle computes every status over the
+// last one decided (which may not have landed yet) and hands those that
+// changed to the writer (status.Writer.Write), which remembers them as
+// decided at once, so the next cycle's stamp and statuses build on them,
+// and writes them from its own queue once the informer shows the cycle's
+// binds. An object's writes go out one at a time, each from what the last
+// one landed to the latest status decided: what several cycles decided
+// while it waited goes out as one write.
 func (s *Scheduler) cycle(ctx context.Context) error {
 	start := time.Now()
 	defer func() {
@@ -264,25 +222,14 @@ func (s *Scheduler) cycle(ctx context.Context) error {
 	}
 	c.holdEvents()
 	evictErr := s.evict(ctx, state, d)
-	s.statusDeferred = s.writesUnderway()
-	var (
-		seenWait     time.Duration
-		unseen       int
-		lastWriteErr error
-	)
-	if !s.statusDeferred {
-		seenWait, unseen = c.awaitBindsSeen()
-		lastWriteErr = s.awaitWrites()
-		s.writes = s.writeStatus(ctx, state, d, time.Now())
-		c.holdEventsFor(s.writes)
-	}
+	s.bindsSeen = c.bindsSeen(s.bindsSeen)
+	s.writeStatus(state, d, time.Now(), s.bindsSeen)
 	if len(d.bindings)+len(d.evictions) > 0 {
 		s.opts.Log.V(1).Info("Cycle committed", "binds", len(d.bindings), "evictions", len(d.evictions), "duration", time.Since(start),
 			"snapshot", snapshotted.Sub(start), "session", decided.Sub(snapshotted), "firstBind", c.firstDispatch.Sub(start),
-			"bindsSettledAfter", settled.Sub(decided), "bindsSeenAfter", seenWait, "bindsUnseen", unseen,
-			"statusDeferred", s.statusDeferred)
+			"bindsSettledAfter", settled.Sub(decided))
 	}
-	return errors.Join(bindErr, evictErr, lastWriteErr)
+	return errors.Join(bindErr, evictErr, s.status.TakeErrors())
 }
 
 // decisionActions are the configured actions, then PartialGangs, which
@@ -475,20 +422,6 @@ func (c *commit) holdEvents() {
 	}
 }
 
-// holdEventsFor keeps the event gate, if there is one, held until b's
-// writes are done: the events of a cycle wait for its status writes too,
-// which outlast it.
-func (c *commit) holdEventsFor(b *status.Batch) {
-	if c.s.opts.EventGate == nil {
-		return
-	}
-	release := c.s.opts.EventGate.Hold()
-	go func() {
-		<-b.Done()
-		release()
-	}()
-}
-
 func (c *commit) releaseEvents() {
 	if c.release != nil {
 		c.release()
@@ -531,17 +464,32 @@ func (c *commit) settle() error {
 	return nil
 }
 
-// awaitBindsSeen waits, at most BindsSeenWait, until the pod informer
-// shows the cycle's binds (cache.AwaitBound): the statuses that follow are
-// worth less to anyone than the binds reaching their watchers. It returns
-// how long it waited and how many binds were still not shown.
-func (c *commit) awaitBindsSeen() (time.Duration, int) {
+// bindsSeen returns a channel closed once the pod informer shows the
+// cycle's binds (cache.AwaitBound), or BindsSeenWait after now: the
+// cycle's status writes wait for it, since the statuses are worth less to
+// anyone than the binds reaching their watchers. The wait runs in the
+// background, after the previous cycle's (previous, nil if none): the
+// cache has one waiter at a time, and the statuses of a later cycle wait
+// for the binds of the earlier ones too. Each cycle's own deadline bounds
+// its wait, so waits that time out do not add up.
+func (c *commit) bindsSeen(previous <-chan struct{}) <-chan struct{} {
 	if c.s.opts.BindsSeenWait < 0 || len(c.bound) == 0 {
-		return 0, 0
+		return previous
 	}
 	start := time.Now()
-	unseen := c.s.cache.AwaitBound(c.ctx, c.bound, c.s.opts.BindsSeenWait)
-	return time.Since(start), unseen
+	deadline := start.Add(c.s.opts.BindsSeenWait)
+	seen := make(chan struct{})
+	go func() {
+		defer close(seen)
+		if previous != nil {
+			<-previous
+		}
+		if unseen := c.s.cache.AwaitBound(c.ctx, c.bound, time.Until(deadline)); unseen > 0 {
+			c.s.opts.Log.V(1).Info("The informer does not show every bind yet; writing the statuses", "unseen", unseen,
+				"of", len(c.bound), "waited", time.Since(start))
+		}
+	}()
+	return seen
 }
 
 // evict deletes the evicted pods, after the binds: a preemptor never binds
@@ -585,9 +533,9 @@ func (s *Scheduler) evict(ctx context.Context, state *cache.State, d decision) e
 	return nil
 }
 
-// writeStatus computes every gang's and queue's status and starts the
-// writes of those that changed.
-func (s *Scheduler) writeStatus(ctx context.Context, state *cache.State, d decision, now time.Time) *status.Batch {
+// writeStatus computes every gang's and queue's status and hands them to
+// the writer, which writes those that changed once after is closed.
+func (s *Scheduler) writeStatus(state *cache.State, d decision, now time.Time, after <-chan struct{}) {
 	var pgWrites []status.PodGroupWrite
 	usage := map[api.QueueID]*status.QueueUsage{}
 	live := map[types.UID]bool{}
@@ -658,5 +606,5 @@ func (s *Scheduler) writeStatus(ctx context.Context, state *cache.State, d decis
 		qWrites = append(qWrites, status.QueueWrite{Queue: q, Old: s.status.OldQueueStatus(q), New: status.ComputeQueue(q, u)})
 	}
 	s.status.Forget(func(uid types.UID) bool { return live[uid] })
-	return s.status.Start(ctx, s.opts.Fence, pgWrites, qWrites)
+	s.status.Write(pgWrites, qWrites, after)
 }

@@ -16,159 +16,177 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
-	"github.com/troupe-ml/troupe/gangscheduler/internal/parallel"
+	"github.com/troupe-ml/troupe/gangscheduler/eventsink"
 	"github.com/troupe-ml/troupe/gangscheduler/metrics"
 )
 
 // ActionScheduling is the action of the events the writer records.
 const ActionScheduling = "Scheduling"
 
-// Writer writes PodGroup and Queue statuses, once per object per cycle and
-// only when they changed, and records the events of each change.
+// Backoff of a failed write: it is retried after RetryBaseDelay, doubling
+// at each failure up to RetryMaxDelay, until it lands or its object is
+// gone.
+const (
+	RetryBaseDelay = 100 * time.Millisecond
+	RetryMaxDelay  = 30 * time.Second
+)
+
+// The kinds written, as the troupe_scheduler_status_writes_total metric
+// names them.
+const (
+	kindPodGroup = "PodGroup"
+	kindQueue    = "Queue"
+)
+
+// QueueName names the writer's queue in the workqueue_* metrics.
+const QueueName = "troupe-status-writes"
+
+// WriterOptions configure a Writer.
+type WriterOptions struct {
+	// Workers is the most writes in flight at once (at least 1).
+	Workers int
+	// Fence, if set, is asked before each write (cmdutil.LeaseFence): a
+	// replica that stopped leading must not write over its successor's
+	// statuses.
+	Fence func() error
+	// EventGate, if set, is held while decided statuses wait for their
+	// first attempt: the events they announce, and the scheduler's others,
+	// wait behind them (eventsink.Gate).
+	EventGate *eventsink.Gate
+}
+
+// Writer writes PodGroup and Queue statuses apart from the scheduling
+// cycle: a cycle hands it what it decided (Write) and goes on, and the
+// writer's workers (Start) patch each object from the status the API
+// server holds to the latest one decided for it. What a user reads never
+// holds the binds back.
 //
-// It remembers what it decided to write: the next cycle may run before
-// the write lands (the scheduler's loop does not wait for a cycle's writes,
-// see Start), and before the informer delivers it, and comparing against
-// the stale object would write the same status (and record the same
-// events) again. So while the informer still shows a version from before
-// the write, the decided status stands in for the object's
-// (OldPodGroupStatus, OldQueueStatus); a write that fails gives way to
-// what was remembered before it, and the next cycle writes the change
-// again.
+// Writes are queued by object (client-go's workqueue): an object has one
+// write in flight at most, and what is decided for it meanwhile is folded
+// into its next write. A gang decided Unschedulable and then Scheduled
+// before its first write went out is written once, Scheduled. Its
+// PodGroup's events are every decided change's, recorded once the write
+// that carries them lands, so each change is announced once and after the
+// status shows it; the event on its pending pods is the latest decision's
+// only, since it says why the gang waits now.
+//
+// The writer remembers what was decided from the moment it is: the next
+// cycle decides before the write lands, and before the informer shows it,
+// and comparing against the stale object would decide the same change (and
+// its events) again. So until the informer shows the last write, the
+// decided status stands in for the object's (OldPodGroupStatus,
+// OldQueueStatus).
+//
+// A write that fails is retried with backoff (RetryBaseDelay to
+// RetryMaxDelay) until it lands or its object is gone; what was decided
+// meanwhile goes with it. A write the fence refuses is dropped, with
+// everything remembered of its object: a replica that leads again decides
+// afresh from what landed.
 type Writer struct {
 	client   client.Client
 	recorder events.EventRecorder
-	workers  int
+	opts     WriterOptions
+	queue    workqueue.TypedRateLimitingInterface[types.UID]
 
 	mu      sync.Mutex
-	written map[types.UID]*memo
+	records map[types.UID]*record
+	// unattempted counts the records whose latest decision no write has
+	// been attempted for; idle is closed while it is 0, and the event gate
+	// is held (releaseEvents) while it is not.
+	unattempted   int
+	idle          chan struct{}
+	releaseEvents func()
+	// failures since the last TakeErrors, and the first of them; fenced
+	// are the writes the fence refused, and its last word.
+	failures     int
+	firstFailure error
+	fenced       int
+	fenceErr     error
 	// unschedulableAt is when each PodGroup's Unschedulable condition last
 	// had its status, reason or message written True (Gang.QuietUntil).
 	unschedulableAt map[types.UID]time.Time
 }
 
-type memo struct {
-	// behind are the object's resourceVersions that precede the status:
-	// the one it was decided over and, when that was itself behind an
-	// earlier write the informer had not shown yet, that write's own and
-	// everything before it. An object at any other version is the truth
-	// again: the write, or something newer.
+// record is what the writer knows of one PodGroup or Queue.
+type record struct {
+	// kind is kindPodGroup or kindQueue; object is the latest one decided
+	// over: its key, and what its events regard.
+	kind   string
+	object client.Object
+	// decided is the latest status decided; base is the one the API
+	// server holds, as far as the writer knows: what it was when first
+	// decided over, then what each write landed. A write patches base into
+	// decided.
+	decided, base objectStatus
+	// decisions counts the statuses decided; attempted and landed are the
+	// last decision a write was attempted for and the last one landed.
+	decisions, attempted, landed int
+	// behind are the object's resourceVersions that precede the last
+	// write: those decided over, and what earlier writes landed. While the
+	// informer shows one of them, or a decision is not written yet, the
+	// decided status stands in for the object's. At any other version the
+	// object is the truth again: the last write, or something newer.
 	behind []string
-	// landed is the resourceVersion the write produced, once it did.
-	landed   string
-	podGroup *schedulingv1alpha1.PodGroupStatus
-	queue    *schedulingv1alpha1.QueueStatus
+	// landedVersion is the resourceVersion the last write produced.
+	landedVersion string
+	// events are the PodGroup events of the changes decided since the
+	// last landed write; podEvent is the latest decision's event for the
+	// gang's pending pods. at is when the latest decision was made.
+	events   []Event
+	podEvent *Event
+	pending  []*corev1.Pod
+	at       time.Time
 }
 
-// NewWriter returns a writer that patches through c, records events with
-// recorder and runs at most workers writes at once.
-func NewWriter(c client.Client, recorder events.EventRecorder, workers int) *Writer {
-	return &Writer{client: c, recorder: recorder, workers: max(workers, 1), written: map[types.UID]*memo{}, unschedulableAt: map[types.UID]time.Time{}}
+// objectStatus is a PodGroup's status or a Queue's, after its record's
+// kind.
+type objectStatus struct {
+	podGroup schedulingv1alpha1.PodGroupStatus
+	queue    schedulingv1alpha1.QueueStatus
 }
 
-// recall returns what was decided over obj's version, if the informer has
-// not caught up with it yet.
-func (w *Writer) recall(obj metav1.Object) (*memo, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m, ok := w.written[obj.GetUID()]
-	if !ok {
-		return nil, false
-	}
-	if slices.Contains(m.behind, obj.GetResourceVersion()) {
-		return m, true
-	}
-	delete(w.written, obj.GetUID())
-	return nil, false
+func (s objectStatus) equal(o objectStatus) bool {
+	return equality.Semantic.DeepEqual(s.podGroup, o.podGroup) && equality.Semantic.DeepEqual(s.queue, o.queue)
 }
 
-// decide remembers the status about to be written over obj, and returns
-// what the write's outcome must call: landed with the version the write
-// produced, or failed, which restores what was remembered before.
-func (w *Writer) decide(obj metav1.Object, m *memo) (landed func(resourceVersion string), failed func()) {
-	uid, rv := obj.GetUID(), obj.GetResourceVersion()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	prev, had := w.written[uid]
-	m.behind = []string{rv}
-	if had && prev.landed != "" && slices.Contains(prev.behind, rv) {
-		m.behind = append(slices.Clone(prev.behind), prev.landed)
-	}
-	w.written[uid] = m
-	// Each outcome only touches the memo while it is still this write's:
-	// Forget may have dropped it since.
-	landed = func(resourceVersion string) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if w.written[uid] == m {
-			m.landed = resourceVersion
-		}
-	}
-	failed = func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if w.written[uid] != m {
-			return
-		}
-		if had {
-			w.written[uid] = prev
-		} else {
-			delete(w.written, uid)
-		}
-	}
-	return landed, failed
-}
-
-// Forget drops what is remembered of objects not in keep (deleted ones).
-func (w *Writer) Forget(keep func(types.UID) bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	maps.DeleteFunc(w.written, func(uid types.UID, _ *memo) bool { return !keep(uid) })
-	maps.DeleteFunc(w.unschedulableAt, func(uid types.UID, _ time.Time) bool { return !keep(uid) })
-}
-
-// UnschedulableWrittenAt is when this writer last wrote a new reason or
-// message into uid's Unschedulable condition while it was True; zero if it
-// has not (since it started, or since the condition turned False).
-func (w *Writer) UnschedulableWrittenAt(uid types.UID) time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.unschedulableAt[uid]
-}
-
-// noteUnschedulable remembers when a write changed the Unschedulable
-// condition of uid, or forgets it once the condition is not True.
-func (w *Writer) noteUnschedulable(uid types.UID, old, written schedulingv1alpha1.PodGroupStatus, at time.Time) {
-	now := meta.FindStatusCondition(written.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if now == nil || now.Status != metav1.ConditionTrue {
-		delete(w.unschedulableAt, uid)
-		return
-	}
-	was := meta.FindStatusCondition(old.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
-	if was == nil || was.Status != now.Status || was.Reason != now.Reason || was.Message != now.Message {
-		w.unschedulableAt[uid] = at
+// NewWriter returns a writer that patches through c and records events
+// with recorder. Its writes go out once it is started (Start).
+func NewWriter(c client.Client, recorder events.EventRecorder, opts WriterOptions) *Writer {
+	opts.Workers = max(opts.Workers, 1)
+	idle := make(chan struct{})
+	close(idle)
+	return &Writer{
+		client:   c,
+		recorder: recorder,
+		opts:     opts,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](RetryBaseDelay, RetryMaxDelay),
+			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: QueueName}),
+		records:         map[types.UID]*record{},
+		idle:            idle,
+		unschedulableAt: map[types.UID]time.Time{},
 	}
 }
 
-// OldPodGroupStatus is the status to compare pg's new status against.
-func (w *Writer) OldPodGroupStatus(pg *schedulingv1alpha1.PodGroup) schedulingv1alpha1.PodGroupStatus {
-	if m, ok := w.recall(pg); ok && m.podGroup != nil {
-		return *m.podGroup
+// Start runs the workers until ctx ends: a controller-runtime Runnable
+// that needs leader election. A writer starts once; writes decided after
+// its end are not sent.
+func (w *Writer) Start(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range w.opts.Workers {
+		wg.Go(func() {
+			for w.writeNext(ctx) {
+			}
+		})
 	}
-	return pg.Status
-}
-
-// OldQueueStatus is the status to compare q's new status against.
-func (w *Writer) OldQueueStatus(q *schedulingv1alpha1.Queue) schedulingv1alpha1.QueueStatus {
-	if m, ok := w.recall(q); ok && m.queue != nil {
-		return *m.queue
-	}
-	return q.Status
+	<-ctx.Done()
+	w.queue.ShutDown()
+	wg.Wait()
+	return nil
 }
 
 // PodGroupWrite is one gang's outcome of a cycle.
@@ -190,148 +208,354 @@ type QueueWrite struct {
 	Old, New schedulingv1alpha1.QueueStatus
 }
 
-// Write writes every status that changed and waits for the writes: Start
-// without a fence, then Batch.Wait.
-func (w *Writer) Write(ctx context.Context, pgs []PodGroupWrite, qs []QueueWrite) error {
-	return w.Start(ctx, nil, pgs, qs).Wait()
-}
-
-// Batch is one Start's writes, under way.
-type Batch struct {
-	done chan struct{}
-	err  error
-}
-
-// Done is closed once every write of the batch has returned.
-func (b *Batch) Done() <-chan struct{} { return b.done }
-
-// Wait waits for the batch's writes and returns their errors. A nil Batch
-// has nothing to wait for.
-func (b *Batch) Wait() error {
-	if b == nil {
-		return nil
-	}
-	<-b.done
-	return b.err
-}
-
-// Start patches every status that changed, in the background, and records
-// the events of each PodGroup written once its write lands. A status whose
-// write fails is written again next cycle (its change is still there), and
-// its events wait for that: events follow the status, so each change is
-// announced once.
-//
-// What Start writes is remembered at once (OldPodGroupStatus and
-// OldQueueStatus answer with it), so a cycle may decide while the last
-// one's writes are under way. The statuses of a batch must be computed
-// after the previous batch is done: an object's writes then go out in
-// order, each computed over the one before, and UnschedulableWrittenAt is
-// current.
-//
-// fence, if not nil, is asked before each write (cmdutil.LeaseFence): a
-// batch outlasts the cycle that started it, and a replica that stopped
-// leading meanwhile must not write over its successor's statuses. Once it
-// refuses, the writes not yet sent are dropped, as failed ones are.
-func (w *Writer) Start(ctx context.Context, fence func() error, pgs []PodGroupWrite, qs []QueueWrite) *Batch {
-	type write struct {
-		send   func() error
-		failed func()
-	}
-	var writes []write
+// Write hands the writer a cycle's statuses: those that changed are
+// remembered as decided at once (OldPodGroupStatus and OldQueueStatus
+// answer with them), and queued to be written once after is closed (at
+// once if it is nil). Each Old must be what OldPodGroupStatus or
+// OldQueueStatus answered.
+func (w *Writer) Write(pgs []PodGroupWrite, qs []QueueWrite, after <-chan struct{}) {
+	var keys []types.UID
+	w.mu.Lock()
 	for _, pw := range pgs {
 		if equality.Semantic.DeepEqual(pw.Old, pw.Update.Status) {
 			continue
 		}
-		decided := pw.Update.Status
-		landed, failed := w.decide(pw.PodGroup, &memo{podGroup: &decided})
-		writes = append(writes, write{func() error { return w.writePodGroup(ctx, pw, landed, failed) }, failed})
+		r := w.decide(pw.PodGroup, kindPodGroup, objectStatus{podGroup: pw.Old}, objectStatus{podGroup: pw.Update.Status})
+		r.events = append(r.events, pw.Update.Events...)
+		r.podEvent, r.pending, r.at = pw.Update.PodEvent, pw.Pending, pw.At
+		keys = append(keys, pw.PodGroup.UID)
 	}
 	for _, qw := range qs {
 		if equality.Semantic.DeepEqual(qw.Old, qw.New) {
 			continue
 		}
-		decided := qw.New
-		landed, failed := w.decide(qw.Queue, &memo{queue: &decided})
-		writes = append(writes, write{func() error { return w.writeQueue(ctx, qw, landed, failed) }, failed})
+		w.decide(qw.Queue, kindQueue, objectStatus{queue: qw.Old}, objectStatus{queue: qw.New})
+		keys = append(keys, qw.Queue.UID)
 	}
-	b := &Batch{done: make(chan struct{})}
+	w.mu.Unlock()
+	queue := func() {
+		for _, k := range keys {
+			w.queue.Add(k)
+		}
+	}
+	if after == nil {
+		queue()
+		return
+	}
 	go func() {
-		defer close(b.done)
-		errs := make([]error, len(writes))
-		var (
-			mu      sync.Mutex
-			refused error
-			dropped int
-		)
-		parallel.ForEach(len(writes), w.workers, func(i int) {
-			if fence != nil {
-				if err := fence(); err != nil {
-					writes[i].failed()
-					mu.Lock()
-					refused = err
-					dropped++
-					mu.Unlock()
-					return
-				}
-			}
-			errs[i] = writes[i].send()
-		})
-		if refused != nil {
-			errs = append(errs, fmt.Errorf("%d status writes not sent: this replica may no longer lead: %w", dropped, refused))
-		}
-		b.err = errors.Join(errs...)
+		<-after
+		queue()
 	}()
-	return b
 }
 
-func (w *Writer) writePodGroup(ctx context.Context, pw PodGroupWrite, landed func(string), failed func()) error {
-	pg := pw.PodGroup
-	orig := &schedulingv1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pg.Namespace, Name: pg.Name},
-		Status:     pw.Old,
+// decide records a status decided over obj, whose status was old. w.mu is
+// held.
+func (w *Writer) decide(obj client.Object, kind string, old, decided objectStatus) *record {
+	r := w.records[obj.GetUID()]
+	if r == nil {
+		r = &record{kind: kind, base: old}
+		w.records[obj.GetUID()] = r
 	}
-	mod := orig.DeepCopy()
-	mod.Status = pw.Update.Status
+	if rv := obj.GetResourceVersion(); !slices.Contains(r.behind, rv) {
+		r.behind = append(r.behind, rv)
+	}
+	if r.attempted == r.decisions {
+		w.addUnattempted(1)
+	}
+	r.object, r.decided = obj, decided
+	r.decisions++
+	return r
+}
+
+// addUnattempted moves the count of records waiting for an attempt, and
+// with it the idle channel and the event gate. w.mu is held.
+func (w *Writer) addUnattempted(delta int) {
+	was := w.unattempted
+	w.unattempted += delta
+	switch {
+	case was == 0 && w.unattempted > 0:
+		w.idle = make(chan struct{})
+		if w.opts.EventGate != nil {
+			w.releaseEvents = w.opts.EventGate.Hold()
+		}
+	case was > 0 && w.unattempted == 0:
+		close(w.idle)
+		if w.releaseEvents != nil {
+			w.releaseEvents()
+			w.releaseEvents = nil
+		}
+	}
+}
+
+// drop forgets r. w.mu is held.
+func (w *Writer) drop(uid types.UID, r *record) {
+	if r.attempted < r.decisions {
+		w.addUnattempted(-1)
+	}
+	delete(w.records, uid)
+}
+
+// Flush waits until a write was attempted for every status decided
+// before it, or ctx ends, and returns what TakeErrors does.
+func (w *Writer) Flush(ctx context.Context) error {
+	w.mu.Lock()
+	idle := w.idle
+	w.mu.Unlock()
+	select {
+	case <-idle:
+		return w.TakeErrors()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TakeErrors returns the failures of the writes since the last call: how
+// many failed (they are retried) and the first error, and how many the
+// fence refused.
+func (w *Writer) TakeErrors() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var errs []error
+	if w.failures > 0 {
+		errs = append(errs, fmt.Errorf("%d status writes failed, retried with backoff; first: %w", w.failures, w.firstFailure))
+	}
+	if w.fenced > 0 {
+		errs = append(errs, fmt.Errorf("%d status writes not sent: this replica may no longer lead: %w", w.fenced, w.fenceErr))
+	}
+	w.failures, w.firstFailure, w.fenced, w.fenceErr = 0, nil, 0, nil
+	return errors.Join(errs...)
+}
+
+// write is one write taken off the queue.
+type write struct {
+	kind         string
+	object       client.Object
+	base, target objectStatus
+	// decision is the decision written (record.decisions when taken).
+	decision int
+	events   []Event
+	podEvent *Event
+	pending  []*corev1.Pod
+	at       time.Time
+}
+
+// writeNext takes the next object off the queue and writes its status;
+// false once the queue is shut down.
+func (w *Writer) writeNext(ctx context.Context) bool {
+	uid, shutdown := w.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer w.queue.Done(uid)
+	wr, ok := w.take(uid)
+	if !ok {
+		w.queue.Forget(uid)
+		return true
+	}
+	resourceVersion, err := w.send(ctx, wr)
+	w.settle(uid, wr, resourceVersion, err)
+	return true
+}
+
+// take returns the write uid's record asks for, if it still asks for one.
+func (w *Writer) take(uid types.UID) (write, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := w.records[uid]
+	if r == nil || r.landed == r.decisions {
+		return write{}, false
+	}
+	wr := write{
+		kind: r.kind, object: r.object, base: r.base, target: r.decided, decision: r.decisions,
+		events: r.events, podEvent: r.podEvent, pending: r.pending, at: r.at,
+	}
+	r.events, r.podEvent, r.pending = nil, nil, nil
+	return wr, true
+}
+
+// errFenced marks a write the fence refused.
+type errFenced struct{ err error }
+
+func (e errFenced) Error() string { return e.err.Error() }
+
+// send patches wr's object from its base to its target, after asking the
+// fence, and returns the resourceVersion it produced ("" if nothing was
+// sent: the target is the base again).
+func (w *Writer) send(ctx context.Context, wr write) (string, error) {
+	if w.opts.Fence != nil {
+		if err := w.opts.Fence(); err != nil {
+			return "", errFenced{err}
+		}
+	}
+	if wr.base.equal(wr.target) {
+		return "", nil
+	}
+	var orig, mod client.Object
+	switch wr.kind {
+	case kindPodGroup:
+		key := metav1.ObjectMeta{Namespace: wr.object.GetNamespace(), Name: wr.object.GetName()}
+		orig = &schedulingv1alpha1.PodGroup{ObjectMeta: key, Status: wr.base.podGroup}
+		mod = &schedulingv1alpha1.PodGroup{ObjectMeta: key, Status: wr.target.podGroup}
+	default:
+		key := metav1.ObjectMeta{Name: wr.object.GetName()}
+		orig = &schedulingv1alpha1.Queue{ObjectMeta: key, Status: wr.base.queue}
+		mod = &schedulingv1alpha1.Queue{ObjectMeta: key, Status: wr.target.queue}
+	}
 	if err := w.client.Status().Patch(ctx, mod, client.MergeFrom(orig)); err != nil {
-		failed()
-		if apierrors.IsNotFound(err) {
-			// Deleted since the snapshot (its job finished or was
-			// deleted): there is no status left to write.
-			metrics.StatusWrites.WithLabelValues("PodGroup", metrics.StatusGone).Inc()
-			return nil
+		return "", err
+	}
+	return mod.GetResourceVersion(), nil
+}
+
+// settle records a write's outcome: on success the events it carries; on
+// failure a retry with what it carried put back; a write of an object
+// gone, or one the fence refused, drops the object's record.
+func (w *Writer) settle(uid types.UID, wr write, resourceVersion string, err error) {
+	w.mu.Lock()
+	r := w.records[uid]
+	if r == nil {
+		// Forgotten while in flight: the object is gone.
+		w.mu.Unlock()
+		w.queue.Forget(uid)
+		return
+	}
+	if r.attempted < wr.decision {
+		if r.attempted < r.decisions && wr.decision == r.decisions {
+			w.addUnattempted(-1)
 		}
-		metrics.StatusWrites.WithLabelValues("PodGroup", "error").Inc()
-		return fmt.Errorf("write status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
+		r.attempted = wr.decision
 	}
-	metrics.StatusWrites.WithLabelValues("PodGroup", "success").Inc()
-	landed(mod.ResourceVersion)
-	w.noteUnschedulable(pg.UID, pw.Old, pw.Update.Status, pw.At)
-	for _, e := range pw.Update.Events {
-		w.recorder.Eventf(pg, nil, e.Type, e.Reason, ActionScheduling, "%s", e.Message)
+	var fenced errFenced
+	switch {
+	case err == nil:
+		old := r.base
+		r.base, r.landed = wr.target, wr.decision
+		if resourceVersion != "" {
+			if r.landedVersion != "" {
+				r.behind = append(r.behind, r.landedVersion)
+			}
+			r.landedVersion = resourceVersion
+		}
+		if wr.kind == kindPodGroup {
+			w.noteUnschedulable(uid, old.podGroup, wr.target.podGroup, wr.at)
+		}
+		w.mu.Unlock()
+		w.queue.Forget(uid)
+		if resourceVersion != "" {
+			metrics.StatusWrites.WithLabelValues(wr.kind, "success").Inc()
+		}
+		w.announce(wr)
+		return
+	case errors.As(err, &fenced):
+		w.drop(uid, r)
+		w.fenced++
+		w.fenceErr = fenced.err
+		w.mu.Unlock()
+		w.queue.Forget(uid)
+		return
+	case apierrors.IsNotFound(err):
+		// Deleted since the snapshot (its job finished or was deleted):
+		// there is no status left to write.
+		w.drop(uid, r)
+		w.mu.Unlock()
+		w.queue.Forget(uid)
+		metrics.StatusWrites.WithLabelValues(wr.kind, metrics.StatusGone).Inc()
+		return
 	}
-	if e := pw.Update.PodEvent; e != nil {
-		for _, pod := range pw.Pending {
-			w.recorder.Eventf(pod, pg, e.Type, e.Reason, ActionScheduling, "%s", e.Message)
+	// Its events wait for the retry, before those decided since; so does
+	// its pod event, unless a later decision has its own say.
+	r.events = append(wr.events, r.events...)
+	if r.decisions == wr.decision {
+		r.podEvent, r.pending = wr.podEvent, wr.pending
+	}
+	w.failures++
+	if w.firstFailure == nil {
+		w.firstFailure = fmt.Errorf("write status of %s %s: %w", wr.kind, client.ObjectKeyFromObject(wr.object), err)
+	}
+	w.mu.Unlock()
+	metrics.StatusWrites.WithLabelValues(wr.kind, "error").Inc()
+	w.queue.AddRateLimited(uid)
+}
+
+// announce records the events of a write that landed.
+func (w *Writer) announce(wr write) {
+	for _, e := range wr.events {
+		w.recorder.Eventf(wr.object, nil, e.Type, e.Reason, ActionScheduling, "%s", e.Message)
+	}
+	if e := wr.podEvent; e != nil {
+		for _, pod := range wr.pending {
+			w.recorder.Eventf(pod, wr.object, e.Type, e.Reason, ActionScheduling, "%s", e.Message)
 		}
 	}
+}
+
+// recall returns the record of obj while its decided status stands in for
+// the object's: a decision is not written yet, or the informer shows a
+// version from before the last write.
+func (w *Writer) recall(obj metav1.Object) *record {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := w.records[obj.GetUID()]
+	if r == nil {
+		return nil
+	}
+	if r.landed < r.decisions || slices.Contains(r.behind, obj.GetResourceVersion()) {
+		return r
+	}
+	w.drop(obj.GetUID(), r)
 	return nil
 }
 
-func (w *Writer) writeQueue(ctx context.Context, qw QueueWrite, landed func(string), failed func()) error {
-	q := qw.Queue
-	orig := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: q.Name}, Status: qw.Old}
-	mod := orig.DeepCopy()
-	mod.Status = qw.New
-	if err := w.client.Status().Patch(ctx, mod, client.MergeFrom(orig)); err != nil {
-		failed()
-		if apierrors.IsNotFound(err) {
-			metrics.StatusWrites.WithLabelValues("Queue", metrics.StatusGone).Inc()
-			return nil
-		}
-		metrics.StatusWrites.WithLabelValues("Queue", "error").Inc()
-		return fmt.Errorf("write status of Queue %s: %w", q.Name, err)
+// OldPodGroupStatus is the status to compare pg's new status against.
+func (w *Writer) OldPodGroupStatus(pg *schedulingv1alpha1.PodGroup) schedulingv1alpha1.PodGroupStatus {
+	if r := w.recall(pg); r != nil {
+		return r.decided.podGroup
 	}
-	metrics.StatusWrites.WithLabelValues("Queue", "success").Inc()
-	landed(mod.ResourceVersion)
-	return nil
+	return pg.Status
+}
+
+// OldQueueStatus is the status to compare q's new status against.
+func (w *Writer) OldQueueStatus(q *schedulingv1alpha1.Queue) schedulingv1alpha1.QueueStatus {
+	if r := w.recall(q); r != nil {
+		return r.decided.queue
+	}
+	return q.Status
+}
+
+// Forget drops what is remembered of objects not in keep (deleted ones),
+// and their writes not yet sent.
+func (w *Writer) Forget(keep func(types.UID) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for uid, r := range w.records {
+		if !keep(uid) {
+			w.drop(uid, r)
+		}
+	}
+	maps.DeleteFunc(w.unschedulableAt, func(uid types.UID, _ time.Time) bool { return !keep(uid) })
+}
+
+// UnschedulableWrittenAt is when this writer last wrote a new reason or
+// message into uid's Unschedulable condition while it was True (the time
+// of the decision written); zero if it has not (since it started, or since
+// the condition turned False).
+func (w *Writer) UnschedulableWrittenAt(uid types.UID) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.unschedulableAt[uid]
+}
+
+// noteUnschedulable remembers when a write changed the Unschedulable
+// condition of uid, or forgets it once the condition is not True. w.mu is
+// held.
+func (w *Writer) noteUnschedulable(uid types.UID, old, written schedulingv1alpha1.PodGroupStatus, at time.Time) {
+	now := meta.FindStatusCondition(written.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
+	if now == nil || now.Status != metav1.ConditionTrue {
+		delete(w.unschedulableAt, uid)
+		return
+	}
+	was := meta.FindStatusCondition(old.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
+	if was == nil || was.Status != now.Status || was.Reason != now.Reason || was.Message != now.Message {
+		w.unschedulableAt[uid] = at
+	}
 }

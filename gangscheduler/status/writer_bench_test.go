@@ -16,8 +16,8 @@ import (
 
 // BenchmarkWriterPodGroups is how many PodGroup status writes a real API
 // server takes a second through the Writer at a few widths: what
-// --status-write-workers trades. An op is one batch: every one of 500
-// PodGroups written, its phase flipped.
+// --status-write-workers trades. An op is every one of 500 PodGroups
+// written, its phase flipped.
 //
 //	go test ./gangscheduler/status -run '^$' -bench WriterPodGroups -benchtime 5x
 func BenchmarkWriterPodGroups(b *testing.B) {
@@ -55,12 +55,16 @@ func BenchmarkWriterPodGroups(b *testing.B) {
 	}
 	for _, workers := range []int{16, 64, 256} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			w := status.NewWriter(c, clientevents.NewFakeRecorder(0), workers)
+			w := status.NewWriter(c, clientevents.NewFakeRecorder(0), status.WriterOptions{Workers: workers})
+			wctx, stop := context.WithCancel(ctx)
+			defer stop()
+			go func() { _ = w.Start(wctx) }()
 			for b.Loop() {
 				for i := range writes {
 					writes[i].Update = status.Update{Status: flipped(writes[i].Old)}
 				}
-				if err := w.Write(ctx, writes, nil); err != nil {
+				w.Write(writes, nil, nil)
+				if err := w.Flush(ctx); err != nil {
 					b.Fatal(err)
 				}
 				for i := range writes {

@@ -3,11 +3,13 @@ package status_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	clientevents "k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -24,9 +26,14 @@ func phase(p schedulingv1alpha1.PodGroupPhase) schedulingv1alpha1.PodGroupStatus
 
 // statusPatches wraps the suite's client: each status patch first waits
 // for hold (if set) to let it through, then fails while failing is set.
+// It records the phase of each patch sent.
 type statusPatches struct {
 	hold    chan struct{}
 	failing atomic.Bool
+
+	mu     sync.Mutex
+	phases []schedulingv1alpha1.PodGroupPhase
+	held   int
 }
 
 var errRefused = errors.New("status patch refused by the test")
@@ -37,18 +44,58 @@ func (p *statusPatches) client() client.Client {
 	return interceptor.NewClient(c, interceptor.Funcs{
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			if p.hold != nil {
+				p.count(1)
 				select {
 				case <-p.hold:
 				case <-ctx.Done():
 					return ctx.Err()
 				}
+				p.count(-1)
 			}
 			if p.failing.Load() {
 				return errRefused
 			}
+			if pg, ok := obj.(*schedulingv1alpha1.PodGroup); ok {
+				p.mu.Lock()
+				p.phases = append(p.phases, pg.Status.Phase)
+				p.mu.Unlock()
+			}
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	})
+}
+
+func (p *statusPatches) count(by int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held += by
+}
+
+// waiting is how many patches are held.
+func (p *statusPatches) waiting() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
+}
+
+// sent are the phases of the PodGroup status patches sent, in order.
+func (p *statusPatches) sent() []schedulingv1alpha1.PodGroupPhase {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]schedulingv1alpha1.PodGroupPhase(nil), p.phases...)
+}
+
+// announced drains the events recorded so far.
+func announced(r *clientevents.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
 }
 
 var _ = Describe("the status writer", func() {
@@ -57,7 +104,8 @@ var _ = Describe("the status writer", func() {
 		ns  string
 		// seen is the PodGroup as it was created: an informer that has not
 		// caught up with any write shows this.
-		seen *schedulingv1alpha1.PodGroup
+		seen     *schedulingv1alpha1.PodGroup
+		recorder *clientevents.FakeRecorder
 	)
 
 	BeforeEach(func() {
@@ -65,6 +113,7 @@ var _ = Describe("the status writer", func() {
 		ns = suite.NewNamespace(ctx, "writer")
 		seen = testutil.MakePodGroup("pg", ns).Obj()
 		Expect(suite.Client.Create(ctx, seen)).To(Succeed())
+		recorder = clientevents.NewFakeRecorder(100)
 	})
 
 	current := func() *schedulingv1alpha1.PodGroup {
@@ -72,35 +121,54 @@ var _ = Describe("the status writer", func() {
 		ExpectWithOffset(1, suite.Client.Get(ctx, client.ObjectKeyFromObject(seen), pg)).To(Succeed())
 		return pg
 	}
-	write := func(w *status.Writer, over *schedulingv1alpha1.PodGroup, old, update schedulingv1alpha1.PodGroupStatus) *status.Batch {
-		return w.Start(ctx, nil, []status.PodGroupWrite{{PodGroup: over, Old: old, Update: status.Update{Status: update}}}, nil)
+	// started returns a running writer over c.
+	started := func(c client.Client, opts status.WriterOptions) *status.Writer {
+		w := status.NewWriter(c, recorder, opts)
+		wctx, stop := context.WithCancel(ctx)
+		DeferCleanup(stop)
+		go func() { _ = w.Start(wctx) }()
+		return w
+	}
+	// decided hands w a status decided over the object at version over,
+	// announcing it with an event named after its phase.
+	decided := func(w *status.Writer, over *schedulingv1alpha1.PodGroup, to schedulingv1alpha1.PodGroupStatus, after <-chan struct{}) {
+		w.Write([]status.PodGroupWrite{{
+			PodGroup: over, Old: w.OldPodGroupStatus(over),
+			Update: status.Update{Status: to, Events: []status.Event{{Type: corev1.EventTypeNormal, Reason: string(to.Phase), Message: "to " + string(to.Phase)}}},
+		}}, nil, after)
 	}
 
 	It("answers with a status from the moment it is decided, before its write lands", func() {
 		patches := &statusPatches{hold: make(chan struct{})}
-		w := status.NewWriter(patches.client(), clientevents.NewFakeRecorder(10), 2)
-		batch := write(w, seen, seen.Status, phase(schedulingv1alpha1.PodGroupInqueue))
+		w := started(patches.client(), status.WriterOptions{Workers: 2})
+		decided(w, seen, phase(schedulingv1alpha1.PodGroupInqueue), nil)
 		Expect(w.OldPodGroupStatus(seen)).To(Equal(phase(schedulingv1alpha1.PodGroupInqueue)))
-		Consistently(batch.Done()).WithTimeout(200*time.Millisecond).ShouldNot(BeClosed(), "the write was held, yet the batch finished")
+		Eventually(patches.waiting).Should(Equal(1))
+		flushed := make(chan error, 1)
+		go func() { flushed <- w.Flush(ctx) }()
+		Consistently(flushed).WithTimeout(200*time.Millisecond).ShouldNot(Receive(), "the write was held, yet Flush returned")
 		Expect(current().Status.Phase).To(BeEmpty(), "the write was held, yet it landed")
+		Expect(announced(recorder)).To(BeEmpty(), "an event went out before its status landed")
 
 		close(patches.hold)
-		Expect(batch.Wait()).To(Succeed())
+		Eventually(flushed).Should(Receive(Succeed()))
 		Expect(current().Status.Phase).To(Equal(schedulingv1alpha1.PodGroupInqueue))
+		Expect(announced(recorder)).To(Equal([]string{"Normal Inqueue to Inqueue"}))
 	})
 
 	// Two writes ahead of the informer: the second was decided over the
 	// first, so while the informer shows the object from before either of
 	// them, or the first's own version, the second is what stands.
 	It("keeps its last write while the informer shows any version before it, and lets go once it shows that one", func() {
-		w := status.NewWriter(suite.Client, clientevents.NewFakeRecorder(10), 2)
-		Expect(write(w, seen, seen.Status, phase(schedulingv1alpha1.PodGroupInqueue)).Wait()).To(Succeed())
+		w := started(suite.Client, status.WriterOptions{Workers: 2})
+		decided(w, seen, phase(schedulingv1alpha1.PodGroupInqueue), nil)
+		Expect(w.Flush(ctx)).To(Succeed())
 		afterFirst := current()
 		Expect(afterFirst.ResourceVersion).NotTo(Equal(seen.ResourceVersion))
 
-		old := w.OldPodGroupStatus(seen)
-		Expect(old).To(Equal(phase(schedulingv1alpha1.PodGroupInqueue)))
-		Expect(write(w, seen, old, phase(schedulingv1alpha1.PodGroupRunning)).Wait()).To(Succeed())
+		Expect(w.OldPodGroupStatus(seen)).To(Equal(phase(schedulingv1alpha1.PodGroupInqueue)))
+		decided(w, seen, phase(schedulingv1alpha1.PodGroupRunning), nil)
+		Expect(w.Flush(ctx)).To(Succeed())
 
 		running := phase(schedulingv1alpha1.PodGroupRunning)
 		Expect(w.OldPodGroupStatus(seen)).To(Equal(running), "over the version both writes were made after")
@@ -114,39 +182,93 @@ var _ = Describe("the status writer", func() {
 		Expect(w.OldPodGroupStatus(seen)).To(Equal(seen.Status))
 	})
 
-	It("gives way, when a write fails, to what it remembered before it", func() {
-		patches := &statusPatches{}
-		w := status.NewWriter(patches.client(), clientevents.NewFakeRecorder(10), 2)
-		inqueue := phase(schedulingv1alpha1.PodGroupInqueue)
-		Expect(write(w, seen, seen.Status, inqueue).Wait()).To(Succeed())
+	// One write per object in flight: what is decided meanwhile waits, and
+	// goes out as one write of the latest status, with every change's
+	// events once it lands.
+	It("folds the decisions made while a write is in flight into one next write of the latest", func() {
+		patches := &statusPatches{hold: make(chan struct{})}
+		w := started(patches.client(), status.WriterOptions{Workers: 4})
+		decided(w, seen, phase(schedulingv1alpha1.PodGroupPending), nil)
+		Eventually(patches.waiting).Should(Equal(1))
+		decided(w, seen, phase(schedulingv1alpha1.PodGroupInqueue), nil)
+		decided(w, seen, phase(schedulingv1alpha1.PodGroupRunning), nil)
+		Consistently(patches.waiting).WithTimeout(300*time.Millisecond).Should(Equal(1), "a second write of the object went out while the first was in flight")
 
-		patches.failing.Store(true)
-		Expect(write(w, seen, inqueue, phase(schedulingv1alpha1.PodGroupRunning)).Wait()).To(MatchError(errRefused))
-		Expect(w.OldPodGroupStatus(seen)).To(Equal(inqueue), "the failed write's status stood in for the one that landed")
-		Expect(current().Status).To(Equal(inqueue))
+		close(patches.hold)
+		Expect(w.Flush(ctx)).To(Succeed())
+		Expect(patches.sent()).To(Equal([]schedulingv1alpha1.PodGroupPhase{schedulingv1alpha1.PodGroupPending, schedulingv1alpha1.PodGroupRunning}))
+		Expect(current().Status.Phase).To(Equal(schedulingv1alpha1.PodGroupRunning))
+		Expect(announced(recorder)).To(Equal([]string{"Normal Pending to Pending", "Normal Inqueue to Inqueue", "Normal Running to Running"}))
 	})
 
-	// A batch outlasts its cycle: a replica that stopped leading meanwhile
-	// sends nothing more of it.
+	It("tells the gang's pending pods only the latest decision's reason", func() {
+		patches := &statusPatches{hold: make(chan struct{})}
+		w := started(patches.client(), status.WriterOptions{Workers: 2})
+		pod := testutil.MakeGangPod("pg-0", ns).Group("pg").Obj()
+		write := func(to schedulingv1alpha1.PodGroupStatus, podEvent *status.Event) {
+			w.Write([]status.PodGroupWrite{{PodGroup: seen, Old: w.OldPodGroupStatus(seen), Update: status.Update{Status: to, PodEvent: podEvent},
+				Pending: []*corev1.Pod{pod}}}, nil, nil)
+		}
+		write(phase(schedulingv1alpha1.PodGroupPending), &status.Event{Type: corev1.EventTypeWarning, Reason: "Unschedulable", Message: "no room"})
+		Eventually(patches.waiting).Should(Equal(1))
+		write(phase(schedulingv1alpha1.PodGroupInqueue), &status.Event{Type: corev1.EventTypeWarning, Reason: "Unschedulable", Message: "still no room"})
+		write(phase(schedulingv1alpha1.PodGroupRunning), nil)
+
+		close(patches.hold)
+		Expect(w.Flush(ctx)).To(Succeed())
+		Expect(announced(recorder)).To(Equal([]string{"Warning Unschedulable no room"}),
+			"the pods heard a reason no longer true when its write landed")
+	})
+
+	It("writes nothing before after is closed", func() {
+		w := started(suite.Client, status.WriterOptions{Workers: 2})
+		after := make(chan struct{})
+		decided(w, seen, phase(schedulingv1alpha1.PodGroupInqueue), after)
+		Expect(w.OldPodGroupStatus(seen)).To(Equal(phase(schedulingv1alpha1.PodGroupInqueue)))
+		Consistently(func() schedulingv1alpha1.PodGroupPhase { return current().Status.Phase }).
+			WithTimeout(300 * time.Millisecond).Should(BeEmpty())
+		close(after)
+		Expect(w.Flush(ctx)).To(Succeed())
+		Expect(current().Status.Phase).To(Equal(schedulingv1alpha1.PodGroupInqueue))
+	})
+
+	It("retries a failed write until it lands, and announces it once", func() {
+		patches := &statusPatches{}
+		patches.failing.Store(true)
+		w := started(patches.client(), status.WriterOptions{Workers: 2})
+		inqueue := phase(schedulingv1alpha1.PodGroupInqueue)
+		decided(w, seen, inqueue, nil)
+		Expect(w.Flush(ctx)).To(MatchError(And(ContainSubstring("1 status writes failed, retried with backoff"), ContainSubstring(errRefused.Error()))))
+		Expect(w.OldPodGroupStatus(seen)).To(Equal(inqueue), "the failed write's status no longer stands: the next cycle would decide it again")
+		Expect(current().Status.Phase).To(BeEmpty())
+		Expect(announced(recorder)).To(BeEmpty(), "a failed write's event went out")
+
+		patches.failing.Store(false)
+		Eventually(func() schedulingv1alpha1.PodGroupPhase { return current().Status.Phase }).Should(Equal(schedulingv1alpha1.PodGroupInqueue))
+		Eventually(recorder.Events).Should(Receive(Equal("Normal Inqueue to Inqueue")))
+		Consistently(recorder.Events).WithTimeout(300 * time.Millisecond).ShouldNot(Receive())
+	})
+
+	// The writes outlast the cycle that decided them: a replica that
+	// stopped leading meanwhile sends none.
 	It("sends no write once the fence refuses, and remembers none of them", func() {
-		patches := &statusPatches{}
-		w := status.NewWriter(patches.client(), clientevents.NewFakeRecorder(10), 2)
-		inqueue := phase(schedulingv1alpha1.PodGroupInqueue)
-		Expect(write(w, seen, seen.Status, inqueue).Wait()).To(Succeed())
-
 		lost := errors.New("lease not renewed within the deadline")
-		batch := w.Start(ctx, func() error { return lost },
-			[]status.PodGroupWrite{{PodGroup: seen, Old: inqueue, Update: status.Update{Status: phase(schedulingv1alpha1.PodGroupRunning)}}}, nil)
-		Expect(batch.Wait()).To(MatchError(And(ContainSubstring("1 status writes not sent: this replica may no longer lead"), ContainSubstring(lost.Error()))))
-		Expect(current().Status).To(Equal(inqueue), "a write went out after the fence refused")
-		Expect(w.OldPodGroupStatus(seen)).To(Equal(inqueue), "the dropped write's status stood in for the one that landed")
-	})
+		var refusing atomic.Bool
+		w := started(suite.Client, status.WriterOptions{Workers: 2, Fence: func() error {
+			if refusing.Load() {
+				return lost
+			}
+			return nil
+		}})
+		inqueue := phase(schedulingv1alpha1.PodGroupInqueue)
+		decided(w, seen, inqueue, nil)
+		Expect(w.Flush(ctx)).To(Succeed())
+		landed := current()
 
-	It("remembers nothing of a first write that fails", func() {
-		patches := &statusPatches{}
-		patches.failing.Store(true)
-		w := status.NewWriter(patches.client(), clientevents.NewFakeRecorder(10), 2)
-		Expect(write(w, seen, seen.Status, phase(schedulingv1alpha1.PodGroupInqueue)).Wait()).To(MatchError(errRefused))
-		Expect(w.OldPodGroupStatus(seen)).To(Equal(seen.Status))
+		refusing.Store(true)
+		decided(w, landed, phase(schedulingv1alpha1.PodGroupRunning), nil)
+		Expect(w.Flush(ctx)).To(MatchError(And(ContainSubstring("1 status writes not sent: this replica may no longer lead"), ContainSubstring(lost.Error()))))
+		Expect(current().Status).To(Equal(inqueue), "a write went out after the fence refused")
+		Expect(w.OldPodGroupStatus(landed)).To(Equal(inqueue), "the dropped write's status stood in for the one that landed")
 	})
 })
