@@ -61,6 +61,14 @@ func (a *assumedPods) forget(uid types.UID) {
 	delete(a.pods, uid)
 }
 
+// bindsTo says whether uid is assumed bound (not deleted) to node.
+func (a *assumedPods) bindsTo(uid types.UID, node string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	as, ok := a.pods[uid]
+	return ok && !as.deleting && as.node == node
+}
+
 func (a *assumedPods) len() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()

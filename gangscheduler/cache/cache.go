@@ -12,6 +12,8 @@ package cache
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -106,15 +109,19 @@ func New(ctx context.Context, informers ctrlcache.Cache, opts Options) (*Cache, 
 			return nil, fmt.Errorf("informer for %T: %w", obj, err)
 		}
 		onEvent := c.notify
+		onUpdate := func(any, any) { onEvent() }
 		switch obj.(type) {
 		case *corev1.Node:
 			onEvent = func() { c.nodeEvents.Add(1); c.notify() }
 		case *corev1.Pod:
 			onEvent = func() { signal(c.podEvents); c.notify() }
+			onUpdate = c.podUpdated
+		case *schedulingv1alpha1.PodGroup, *schedulingv1alpha1.Queue:
+			onUpdate = c.statusUpdated
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { onEvent() },
-			UpdateFunc: func(any, any) { onEvent() },
+			UpdateFunc: onUpdate,
 			DeleteFunc: func(any) { onEvent() },
 		}); err != nil {
 			return nil, fmt.Errorf("event handler for %T: %w", obj, err)
@@ -149,6 +156,37 @@ func (c *Cache) Changed() <-chan struct{} { return c.changed }
 
 // notify runs on the informers' goroutines and must not block them.
 func (c *Cache) notify() { signal(c.changed) }
+
+// statusUpdated handles a PodGroup's or Queue's update: it wakes the loop
+// unless only the status changed. The scheduler writes those statuses,
+// and reads its own decisions before they land (status.Writer), so their
+// echo changes nothing a cycle decides.
+func (c *Cache) statusUpdated(oldObj, newObj any) {
+	old, okOld := oldObj.(client.Object)
+	obj, okNew := newObj.(client.Object)
+	if okOld && okNew && old.GetGeneration() == obj.GetGeneration() &&
+		maps.Equal(old.GetLabels(), obj.GetLabels()) && maps.Equal(old.GetAnnotations(), obj.GetAnnotations()) &&
+		old.GetDeletionTimestamp().Equal(obj.GetDeletionTimestamp()) && slices.Equal(old.GetFinalizers(), obj.GetFinalizers()) &&
+		equality.Semantic.DeepEqual(old.GetOwnerReferences(), obj.GetOwnerReferences()) {
+		return
+	}
+	c.notify()
+}
+
+// podUpdated handles a pod's update: it wakes AwaitBound, and the loop
+// unless the update only shows a bind this scheduler made, to the node
+// it assumed: the snapshots have counted that pod there since the bind
+// was dispatched, so no cycle can decide differently for it. A burst of
+// binds would otherwise run a cycle per MinCyclePeriod for its own echo.
+func (c *Cache) podUpdated(oldObj, newObj any) {
+	signal(c.podEvents)
+	old, okOld := oldObj.(*corev1.Pod)
+	pod, okNew := newObj.(*corev1.Pod)
+	if okOld && okNew && old.Spec.NodeName == "" && pod.Spec.NodeName != "" && c.assumed.bindsTo(pod.UID, pod.Spec.NodeName) {
+		return
+	}
+	c.notify()
+}
 
 // signal makes a receive on ch ready, without blocking: ch has room for
 // one, and any number of signals before the receive make one.

@@ -52,6 +52,17 @@ var _ = Describe("Cache", func() {
 		ns = suite.NewNamespace(ctx, "cache")
 	})
 
+	// drainChanged takes the signals of earlier events, until none came
+	// for 200 ms.
+	drainChanged := func() {
+		for {
+			select {
+			case <-c.Changed():
+			case <-time.After(200 * time.Millisecond):
+				return
+			}
+		}
+	}
 	snapshot := func(g Gomega) *cache.State {
 		st, err := c.Snapshot(ctx)
 		g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
@@ -318,6 +329,69 @@ var _ = Describe("Cache", func() {
 			g.Expect(snapshot(g).Snapshot.PersistentVolumeClaim(ns, "late")).NotTo(BeNil())
 		}).Should(Succeed())
 		Expect(during.PersistentVolumeClaim(ns, "late")).To(BeNil(), "a snapshot changed its answer after its first read")
+	})
+
+	// A burst of binds would otherwise wake the loop once per bind for
+	// what its snapshots already count.
+	It("signals no change for the informer showing a bind it assumed to that node, and one for any other bind", func() {
+		a, b := node("a"), node("b")
+		create(
+			testutil.MakePodGroup("pg", ns).Obj(),
+			testutil.MakeGangPod("p", ns).Group("pg").Obj(),
+			testutil.MakeGangPod("q", ns).Group("pg").Obj(),
+			testutil.MakeGangPod("r", ns).Group("pg").Obj(),
+		)
+		DeferCleanup(func() {
+			Expect(suite.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))).To(Succeed())
+		})
+		pods := map[string]*corev1.Pod{}
+		Eventually(func(g Gomega) {
+			job := snapshot(g).Snapshot.Jobs[api.NewJobID(ns, "pg")]
+			g.Expect(job).NotTo(BeNil())
+			g.Expect(job.Tasks).To(HaveLen(3))
+			for _, t := range job.Tasks {
+				pods[t.Pod.Name] = t.Pod
+			}
+		}).Should(Succeed())
+		bind := func(name, node string) {
+			ExpectWithOffset(1, suite.Client.SubResource("binding").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+				&corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Target: corev1.ObjectReference{Kind: "Node", Name: node}},
+			)).To(Succeed())
+			ExpectWithOffset(1, c.AwaitBound(ctx, []*corev1.Pod{pods[name]}, 30*time.Second)).To(BeZero(), "the informer never showed %s bound", name)
+		}
+		drainChanged()
+		c.Assume(pods["p"].UID, a)
+		bind("p", a)
+		Consistently(c.Changed()).WithTimeout(300*time.Millisecond).ShouldNot(Receive(), "the echo of an assumed bind woke the loop")
+
+		By("a bind to another node than the one assumed")
+		c.Assume(pods["q"].UID, a)
+		bind("q", b)
+		Eventually(c.Changed()).Should(Receive())
+
+		By("a bind nothing assumed")
+		drainChanged()
+		bind("r", a)
+		Eventually(c.Changed()).Should(Receive())
+	})
+
+	It("signals no change for a PodGroup's status written, and one for its spec", func() {
+		pg := testutil.MakePodGroup("pg", ns).MinMember(1).Obj()
+		create(pg)
+		Eventually(func(g Gomega) { g.Expect(snapshot(g).PodGroups).To(HaveKey(api.NewJobID(ns, "pg"))) }).Should(Succeed())
+		drainChanged()
+		written := pg.DeepCopy()
+		written.Status.Phase = schedulingv1alpha1.PodGroupInqueue
+		Expect(suite.Client.Status().Patch(ctx, written, client.MergeFrom(pg))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(snapshot(g).PodGroups[api.NewJobID(ns, "pg")].Status.Phase).To(Equal(schedulingv1alpha1.PodGroupInqueue))
+		}).Should(Succeed())
+		Consistently(c.Changed()).WithTimeout(300*time.Millisecond).ShouldNot(Receive(), "the echo of a status write woke the loop")
+
+		resized := written.DeepCopy()
+		resized.Spec.MinMember = 2
+		Expect(suite.Client.Patch(ctx, resized, client.MergeFrom(written))).To(Succeed())
+		Eventually(c.Changed()).Should(Receive())
 	})
 
 	It("signals changes to watched objects", func() {
