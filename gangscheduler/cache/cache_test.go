@@ -79,6 +79,35 @@ var _ = Describe("Cache", func() {
 			ExpectWithOffset(1, suite.Client.Create(ctx, o)).To(Succeed())
 		}
 	}
+	// gangOfThree creates PodGroup pg and its pods p, q and r (deleted
+	// after the spec), and returns them as the cache's snapshot has them.
+	gangOfThree := func() map[string]*corev1.Pod {
+		create(
+			testutil.MakePodGroup("pg", ns).Obj(),
+			testutil.MakeGangPod("p", ns).Group("pg").Obj(),
+			testutil.MakeGangPod("q", ns).Group("pg").Obj(),
+			testutil.MakeGangPod("r", ns).Group("pg").Obj(),
+		)
+		DeferCleanup(func() {
+			Expect(suite.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))).To(Succeed())
+		})
+		pods := map[string]*corev1.Pod{}
+		EventuallyWithOffset(1, func(g Gomega) {
+			job := snapshot(g).Snapshot.Jobs[api.NewJobID(ns, "pg")]
+			g.Expect(job).NotTo(BeNil())
+			g.Expect(job.Tasks).To(HaveLen(3))
+			for _, t := range job.Tasks {
+				pods[t.Pod.Name] = t.Pod
+			}
+		}).Should(Succeed())
+		return pods
+	}
+	// bindPod binds pod name of the namespace to node through the API.
+	bindPod := func(name, node string) {
+		ExpectWithOffset(2, suite.Client.SubResource("binding").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+			&corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Target: corev1.ObjectReference{Kind: "Node", Name: node}},
+		)).To(Succeed())
+	}
 
 	It("holds every pod: this scheduler's gang pods as tasks, everyone's bound and terminating pods on their nodes", func() {
 		n := node("a")
@@ -240,31 +269,8 @@ var _ = Describe("Cache", func() {
 
 	It("waits until the informer shows pods bound or gone, and no longer than its timeout", func() {
 		a := node("a")
-		create(
-			testutil.MakePodGroup("pg", ns).Obj(),
-			testutil.MakeGangPod("p", ns).Group("pg").Obj(),
-			testutil.MakeGangPod("q", ns).Group("pg").Obj(),
-			testutil.MakeGangPod("r", ns).Group("pg").Obj(),
-		)
-		DeferCleanup(func() {
-			Expect(suite.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))).To(Succeed())
-		})
-		pods := map[string]*corev1.Pod{}
-		Eventually(func(g Gomega) {
-			job := snapshot(g).Snapshot.Jobs[api.NewJobID(ns, "pg")]
-			g.Expect(job).NotTo(BeNil())
-			g.Expect(job.Tasks).To(HaveLen(3))
-			for _, t := range job.Tasks {
-				pods[t.Pod.Name] = t.Pod
-			}
-		}).Should(Succeed())
-		bind := func(name string) {
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-			ExpectWithOffset(1, suite.Client.SubResource("binding").Create(ctx, pod, &corev1.Binding{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-				Target:     corev1.ObjectReference{Kind: "Node", Name: a},
-			})).To(Succeed())
-		}
+		pods := gangOfThree()
+		bind := func(name string) { bindPod(name, a) }
 
 		By("a pod never bound: the wait ends at its timeout, the pod unseen")
 		Expect(c.AwaitBound(ctx, []*corev1.Pod{pods["p"]}, 200*time.Millisecond)).To(Equal(1))
@@ -335,28 +341,9 @@ var _ = Describe("Cache", func() {
 	// what its snapshots already count.
 	It("signals no change for the informer showing a bind it assumed to that node, and one for any other bind", func() {
 		a, b := node("a"), node("b")
-		create(
-			testutil.MakePodGroup("pg", ns).Obj(),
-			testutil.MakeGangPod("p", ns).Group("pg").Obj(),
-			testutil.MakeGangPod("q", ns).Group("pg").Obj(),
-			testutil.MakeGangPod("r", ns).Group("pg").Obj(),
-		)
-		DeferCleanup(func() {
-			Expect(suite.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))).To(Succeed())
-		})
-		pods := map[string]*corev1.Pod{}
-		Eventually(func(g Gomega) {
-			job := snapshot(g).Snapshot.Jobs[api.NewJobID(ns, "pg")]
-			g.Expect(job).NotTo(BeNil())
-			g.Expect(job.Tasks).To(HaveLen(3))
-			for _, t := range job.Tasks {
-				pods[t.Pod.Name] = t.Pod
-			}
-		}).Should(Succeed())
+		pods := gangOfThree()
 		bind := func(name, node string) {
-			ExpectWithOffset(1, suite.Client.SubResource("binding").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
-				&corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Target: corev1.ObjectReference{Kind: "Node", Name: node}},
-			)).To(Succeed())
+			bindPod(name, node)
 			ExpectWithOffset(1, c.AwaitBound(ctx, []*corev1.Pod{pods[name]}, 30*time.Second)).To(BeZero(), "the informer never showed %s bound", name)
 		}
 		drainChanged()
