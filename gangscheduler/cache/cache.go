@@ -160,7 +160,9 @@ func (c *Cache) notify() { signal(c.changed) }
 // statusUpdated handles a PodGroup's or Queue's update: it wakes the loop
 // unless only the status changed. The scheduler writes those statuses,
 // and reads its own decisions before they land (status.Writer), so their
-// echo changes nothing a cycle decides.
+// echo changes nothing a cycle decides; a status anyone else wrote is read
+// by the next cycle the loop runs anyway (at most the scheduler's
+// MaxIdlePeriod later).
 func (c *Cache) statusUpdated(oldObj, newObj any) {
 	old, okOld := oldObj.(client.Object)
 	obj, okNew := newObj.(client.Object)

@@ -219,7 +219,7 @@ var _ = Describe("a cycle's commit", Serial, func() {
 			HaveKeyWithValue("g0", []schedulingv1alpha1.PodGroupPhase{running}),
 			HaveKeyWithValue("g1", Or(
 				Equal([]schedulingv1alpha1.PodGroupPhase{running}),
-				And(HaveLen(2), HaveEach(Not(BeEmpty())), ContainElement(running), Not(HaveEach(running))),
+				And(HaveExactElements(Not(BeEmpty()), Equal(running)), Not(HaveEach(running))),
 			)),
 			HaveLen(2)))
 	})

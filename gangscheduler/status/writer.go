@@ -233,6 +233,9 @@ func (w *Writer) Write(pgs []PodGroupWrite, qs []QueueWrite, after <-chan struct
 		keys = append(keys, qw.Queue.UID)
 	}
 	w.mu.Unlock()
+	if len(keys) == 0 {
+		return
+	}
 	queue := func() {
 		for _, k := range keys {
 			w.queue.Add(k)
