@@ -69,10 +69,12 @@ type WriterOptions struct {
 // write in flight at most, and what is decided for it meanwhile is folded
 // into its next write. A gang decided Unschedulable and then Scheduled
 // before its first write went out is written once, Scheduled. Its
-// PodGroup's events are every decided change's, recorded once the write
+// PodGroup's events are the decided changes', recorded once the write
 // that carries them lands, so each change is announced once and after the
-// status shows it; the event on its pending pods is the latest decision's
-// only, since it says why the gang waits now.
+// status shows it; a reason decided more than once before its write goes
+// out is announced once, in the latest words (foldEvents). The event on
+// its pending pods is the latest decision's only, since it says why the
+// gang waits now.
 //
 // The writer remembers what was decided from the moment it is: the next
 // cycle decides before the write lands, and before the informer shows it,
@@ -134,7 +136,7 @@ type record struct {
 	// landedVersion is the resourceVersion the last write produced.
 	landedVersion string
 	// events are the PodGroup events of the changes decided since the
-	// last landed write; podEvent is the latest decision's event for the
+	// last landed write, one per reason (foldEvents); podEvent is the latest decision's event for the
 	// gang's pending pods. at is when the latest decision was made.
 	events   []Event
 	podEvent *Event
@@ -221,7 +223,7 @@ func (w *Writer) Write(pgs []PodGroupWrite, qs []QueueWrite, after <-chan struct
 			continue
 		}
 		r := w.decide(pw.PodGroup, kindPodGroup, objectStatus{podGroup: pw.Old}, objectStatus{podGroup: pw.Update.Status})
-		r.events = append(r.events, pw.Update.Events...)
+		r.events = foldEvents(r.events, pw.Update.Events)
 		r.podEvent, r.pending, r.at = pw.Update.PodEvent, pw.Pending, pw.At
 		keys = append(keys, pw.PodGroup.UID)
 	}
@@ -465,9 +467,10 @@ func (w *Writer) settle(uid types.UID, wr write, resourceVersion string, err err
 		metrics.StatusWrites.WithLabelValues(wr.kind, metrics.StatusGone).Inc()
 		return
 	}
-	// Its events wait for the retry, before those decided since; so does
-	// its pod event, unless a later decision has its own say.
-	r.events = append(wr.events, r.events...)
+	// Its events wait for the retry, before those decided since (which
+	// replace those of their reason); so does its pod event, unless a
+	// later decision has its own say.
+	r.events = foldEvents(wr.events, r.events)
 	if r.decisions == wr.decision {
 		r.podEvent, r.pending = wr.podEvent, wr.pending
 	}
@@ -478,6 +481,29 @@ func (w *Writer) settle(uid types.UID, wr write, resourceVersion string, err err
 	w.mu.Unlock()
 	metrics.StatusWrites.WithLabelValues(wr.kind, "error").Inc()
 	w.queue.AddRateLimited(uid)
+}
+
+// foldEvents returns earlier followed by later, each event of later
+// replacing those of earlier with its type and reason: a write announces
+// each reason once, in the latest decision's words. A gang that waits is
+// decided again every cycle, and its Unschedulable message changes as the
+// cluster fills; while its write waits in the queue behind thousands of
+// others, every wording would otherwise be announced at once when it
+// lands, each an event write that tells the user nothing the last one
+// does not. Events of different reasons stay, in the order decided
+// (Unschedulable, then Scheduled, then Unschedulable again is announced
+// as Scheduled, then the latest Unschedulable).
+func foldEvents(earlier, later []Event) []Event {
+	if len(earlier) == 0 {
+		return later
+	}
+	out := make([]Event, 0, len(earlier)+len(later))
+	for _, e := range earlier {
+		if !slices.ContainsFunc(later, func(l Event) bool { return l.Type == e.Type && l.Reason == e.Reason }) {
+			out = append(out, e)
+		}
+	}
+	return append(out, later...)
 }
 
 // announce records the events of a write that landed.

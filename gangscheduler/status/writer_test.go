@@ -201,6 +201,31 @@ var _ = Describe("the status writer", func() {
 		Expect(announced(recorder)).To(Equal([]string{"Normal Pending to Pending", "Normal Inqueue to Inqueue", "Normal Running to Running"}))
 	})
 
+	It("announces a reason decided again before its write goes out once, in the latest words", func() {
+		patches := &statusPatches{hold: make(chan struct{})}
+		w := started(patches.client(), status.WriterOptions{Workers: 2})
+		write := func(to schedulingv1alpha1.PodGroupStatus, events ...status.Event) {
+			w.Write([]status.PodGroupWrite{{PodGroup: seen, Old: w.OldPodGroupStatus(seen), Update: status.Update{Status: to, Events: events}}}, nil, nil)
+		}
+		unschedulable := func(msg string) status.Event {
+			return status.Event{Type: corev1.EventTypeWarning, Reason: "Unschedulable", Message: msg}
+		}
+		write(phase(schedulingv1alpha1.PodGroupPending), unschedulable("8 of 8 nodes full"))
+		Eventually(patches.waiting).Should(Equal(1))
+		// Decided while the first write is in flight: one next write.
+		write(phase(schedulingv1alpha1.PodGroupInqueue), unschedulable("7 of 8 nodes full"))
+		write(phase(schedulingv1alpha1.PodGroupRunning), status.Event{Type: corev1.EventTypeNormal, Reason: "Scheduled", Message: "gang bound"})
+		write(phase(schedulingv1alpha1.PodGroupPending), unschedulable("a member was lost"))
+
+		close(patches.hold)
+		Expect(w.Flush(ctx)).To(Succeed())
+		Expect(announced(recorder)).To(Equal([]string{
+			"Warning Unschedulable 8 of 8 nodes full",
+			"Normal Scheduled gang bound",
+			"Warning Unschedulable a member was lost",
+		}))
+	})
+
 	It("tells the gang's pending pods only the latest decision's reason", func() {
 		patches := &statusPatches{hold: make(chan struct{})}
 		w := started(patches.client(), status.WriterOptions{Workers: 2})
@@ -247,6 +272,29 @@ var _ = Describe("the status writer", func() {
 		Eventually(func() schedulingv1alpha1.PodGroupPhase { return current().Status.Phase }).Should(Equal(schedulingv1alpha1.PodGroupInqueue))
 		Eventually(recorder.Events).Should(Receive(Equal("Normal Inqueue to Inqueue")))
 		Consistently(recorder.Events).WithTimeout(300 * time.Millisecond).ShouldNot(Receive())
+	})
+
+	It("folds a failed write's reason into the one decided while it waited for its retry", func() {
+		patches := &statusPatches{hold: make(chan struct{})}
+		patches.failing.Store(true)
+		w := started(patches.client(), status.WriterOptions{Workers: 2})
+		unschedulable := func(to schedulingv1alpha1.PodGroupPhase, msg string) {
+			w.Write([]status.PodGroupWrite{{PodGroup: seen, Old: w.OldPodGroupStatus(seen), Update: status.Update{Status: phase(to),
+				Events: []status.Event{{Type: corev1.EventTypeWarning, Reason: "Unschedulable", Message: msg}}}}}, nil, nil)
+		}
+		unschedulable(schedulingv1alpha1.PodGroupPending, "8 of 8 nodes full")
+		Eventually(patches.waiting).Should(Equal(1))
+		// Decided while the write that fails is in flight: the failed
+		// write's event and this one meet when the failure is settled.
+		unschedulable(schedulingv1alpha1.PodGroupInqueue, "7 of 8 nodes full")
+		close(patches.hold)
+		Expect(w.Flush(ctx)).To(HaveOccurred())
+		patches.failing.Store(false)
+		Eventually(func() schedulingv1alpha1.PodGroupPhase { return current().Status.Phase }).Should(Equal(schedulingv1alpha1.PodGroupInqueue))
+		var got []string
+		Eventually(func() []string { got = append(got, announced(recorder)...); return got }).ShouldNot(BeEmpty())
+		Consistently(recorder.Events).WithTimeout(300 * time.Millisecond).ShouldNot(Receive())
+		Expect(got).To(Equal([]string{"Warning Unschedulable 7 of 8 nodes full"}))
 	})
 
 	// The writes outlast the cycle that decided them: a replica that
