@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -135,6 +137,12 @@ type record struct {
 	behind []string
 	// landedVersion is the resourceVersion the last write produced.
 	landedVersion string
+	// unsure are the targets of the writes that failed since the last
+	// one landed. A write that failed may have been applied all the same
+	// (a timeout after the API server took it), so the object holds base
+	// or one of these, and the next write must reach decided from any of
+	// them (mergePatch).
+	unsure []objectStatus
 	// events are the PodGroup events of the changes decided since the
 	// last landed write, one per reason (foldEvents); podEvent is the latest decision's event for the
 	// gang's pending pods. at is when the latest decision was made.
@@ -336,6 +344,8 @@ type write struct {
 	kind         string
 	object       client.Object
 	base, target objectStatus
+	// unsure are the record's unsure statuses when the write was taken.
+	unsure []objectStatus
 	// decision is the decision written (record.decisions when taken).
 	decision int
 	events   []Event
@@ -371,7 +381,7 @@ func (w *Writer) take(uid types.UID) (write, bool) {
 		return write{}, false
 	}
 	wr := write{
-		kind: r.kind, object: r.object, base: r.base, target: r.decided, decision: r.decisions,
+		kind: r.kind, object: r.object, base: r.base, target: r.decided, unsure: slices.Clone(r.unsure), decision: r.decisions,
 		events: r.events, podEvent: r.podEvent, pending: r.pending, at: r.at,
 	}
 	r.events, r.podEvent, r.pending = nil, nil, nil
@@ -383,33 +393,75 @@ type errFenced struct{ err error }
 
 func (e errFenced) Error() string { return e.err.Error() }
 
-// send patches wr's object from its base to its target, after asking the
-// fence, and returns the resourceVersion it produced ("" if nothing was
-// sent: the target is the base again).
+// send patches wr's object from its base (or any of its unsure statuses)
+// to its target, after asking the fence, and returns the resourceVersion
+// it produced ("" if nothing was sent: the target is the base again, and
+// no failed write may have changed it).
 func (w *Writer) send(ctx context.Context, wr write) (string, error) {
 	if w.opts.Fence != nil {
 		if err := w.opts.Fence(); err != nil {
 			return "", errFenced{err}
 		}
 	}
-	if wr.base.equal(wr.target) {
+	if wr.base.equal(wr.target) && len(wr.unsure) == 0 {
 		return "", nil
 	}
-	var orig, mod client.Object
-	switch wr.kind {
-	case kindPodGroup:
-		key := metav1.ObjectMeta{Namespace: wr.object.GetNamespace(), Name: wr.object.GetName()}
-		orig = &schedulingv1alpha1.PodGroup{ObjectMeta: key, Status: wr.base.podGroup}
-		mod = &schedulingv1alpha1.PodGroup{ObjectMeta: key, Status: wr.target.podGroup}
-	default:
-		key := metav1.ObjectMeta{Name: wr.object.GetName()}
-		orig = &schedulingv1alpha1.Queue{ObjectMeta: key, Status: wr.base.queue}
-		mod = &schedulingv1alpha1.Queue{ObjectMeta: key, Status: wr.target.queue}
+	origins := append([]objectStatus{wr.base}, wr.unsure...)
+	objs := make([]client.Object, len(origins))
+	for i, o := range origins {
+		objs[i] = wr.objectWith(o)
 	}
-	if err := w.client.Status().Patch(ctx, mod, client.MergeFrom(orig)); err != nil {
+	mod := wr.objectWith(wr.target)
+	patch, err := mergePatch(objs, mod)
+	if err != nil {
+		return "", err
+	}
+	if err := w.client.Status().Patch(ctx, mod, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return "", err
 	}
 	return mod.GetResourceVersion(), nil
+}
+
+// objectWith returns wr's object, by key alone, with status st.
+func (wr write) objectWith(st objectStatus) client.Object {
+	if wr.kind == kindPodGroup {
+		key := metav1.ObjectMeta{Namespace: wr.object.GetNamespace(), Name: wr.object.GetName()}
+		return &schedulingv1alpha1.PodGroup{ObjectMeta: key, Status: st.podGroup}
+	}
+	return &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: wr.object.GetName()}, Status: st.queue}
+}
+
+// mergePatch returns a JSON merge patch that turns any of origins into
+// target. A merge patch from one origin leaves alone the fields that
+// origin and target agree on, so from another origin (a failed write that
+// was applied after all) a field it set and target lacks would stay. The
+// patches from every origin, merged, set every field any origin differs
+// on and remove every field any origin has that target lacks; applied to
+// any origin, the result is target.
+func mergePatch(origins []client.Object, target client.Object) ([]byte, error) {
+	to, err := json.Marshal(target)
+	if err != nil {
+		return nil, err
+	}
+	var patch []byte
+	for _, o := range origins {
+		from, err := json.Marshal(o)
+		if err != nil {
+			return nil, err
+		}
+		p, err := jsonpatch.CreateMergePatch(from, to)
+		if err != nil {
+			return nil, err
+		}
+		if patch == nil {
+			patch = p
+			continue
+		}
+		if patch, err = jsonpatch.MergeMergePatches(patch, p); err != nil {
+			return nil, err
+		}
+	}
+	return patch, nil
 }
 
 // settle records a write's outcome: on success the events it carries; on
@@ -435,6 +487,9 @@ func (w *Writer) settle(uid types.UID, wr write, resourceVersion string, err err
 	case err == nil:
 		old := r.base
 		r.base, r.landed = wr.target, wr.decision
+		// Whatever the failed writes did, this one undid (none failed
+		// meanwhile: an object has one write in flight at most).
+		r.unsure = nil
 		if resourceVersion != "" {
 			if r.landedVersion != "" {
 				r.behind = append(r.behind, r.landedVersion)
@@ -466,6 +521,11 @@ func (w *Writer) settle(uid types.UID, wr write, resourceVersion string, err err
 		w.queue.Forget(uid)
 		metrics.StatusWrites.WithLabelValues(wr.kind, metrics.StatusGone).Inc()
 		return
+	}
+	// It may have been applied all the same: until a write lands, the
+	// object holds its base or what this or another failed write sent.
+	if !wr.target.equal(wr.base) && !slices.ContainsFunc(r.unsure, wr.target.equal) {
+		r.unsure = append(r.unsure, wr.target)
 	}
 	// Its events wait for the retry, before those decided since (which
 	// replace those of their reason); so does its pod event, unless a

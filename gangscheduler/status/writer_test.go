@@ -30,13 +30,19 @@ func phase(p schedulingv1alpha1.PodGroupPhase) schedulingv1alpha1.PodGroupStatus
 type statusPatches struct {
 	hold    chan struct{}
 	failing atomic.Bool
+	// applyThenFail, while set, lets a patch through and then reports it
+	// failed: a timeout after the API server took the write.
+	applyThenFail atomic.Bool
 
 	mu     sync.Mutex
 	phases []schedulingv1alpha1.PodGroupPhase
 	held   int
 }
 
-var errRefused = errors.New("status patch refused by the test")
+var (
+	errRefused  = errors.New("status patch refused by the test")
+	errTimedOut = errors.New("status patch applied, then reported timed out by the test")
+)
 
 func (p *statusPatches) client() client.Client {
 	c, err := client.NewWithWatch(suite.Env.Config, client.Options{Scheme: suite.Client.Scheme()})
@@ -60,7 +66,10 @@ func (p *statusPatches) client() client.Client {
 				p.phases = append(p.phases, pg.Status.Phase)
 				p.mu.Unlock()
 			}
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			if err := c.SubResource(sub).Patch(ctx, obj, patch, opts...); err != nil || !p.applyThenFail.Load() {
+				return err
+			}
+			return errTimedOut
 		},
 	})
 }
@@ -296,6 +305,27 @@ var _ = Describe("the status writer", func() {
 		Consistently(recorder.Events).WithTimeout(300 * time.Millisecond).ShouldNot(Receive())
 		Expect(got).To(Equal([]string{"Warning Unschedulable 7 of 8 nodes full"}))
 	})
+
+	DescribeTable("undoes what a write reported failed but applied, once a later decision lacks it",
+		func(next schedulingv1alpha1.PodGroupStatus) {
+			patches := &statusPatches{}
+			patches.applyThenFail.Store(true)
+			w := started(patches.client(), status.WriterOptions{Workers: 2})
+			running := schedulingv1alpha1.PodGroupStatus{Phase: schedulingv1alpha1.PodGroupRunning, Running: 2}
+			decided(w, seen, running, nil)
+			Expect(w.Flush(ctx)).To(MatchError(ContainSubstring(errTimedOut.Error())))
+			Expect(current().Status).To(Equal(running), "the test's client did not apply the write")
+
+			// The writer does not know the write landed: its base is still
+			// the empty status. A patch from there to next would leave
+			// running: 2 in place, and none would be sent back to it.
+			patches.applyThenFail.Store(false)
+			decided(w, seen, next, nil)
+			Eventually(func() schedulingv1alpha1.PodGroupStatus { return current().Status }).Should(Equal(next))
+		},
+		Entry("a status without its field", phase(schedulingv1alpha1.PodGroupPending)),
+		Entry("the status from before it", schedulingv1alpha1.PodGroupStatus{}),
+	)
 
 	// The writes outlast the cycle that decided them: a replica that
 	// stopped leading meanwhile sends none.
