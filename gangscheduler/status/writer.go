@@ -144,8 +144,9 @@ type record struct {
 	// them (mergePatch).
 	unsure []objectStatus
 	// events are the PodGroup events of the changes decided since the
-	// last landed write, one per reason (foldEvents); podEvent is the latest decision's event for the
-	// gang's pending pods. at is when the latest decision was made.
+	// last landed write, one per reason (foldEvents); podEvent is the
+	// latest decision's event for the gang's pending pods. at is when the
+	// latest decision was made.
 	events   []Event
 	podEvent *Event
 	pending  []*corev1.Pod

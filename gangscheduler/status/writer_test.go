@@ -94,6 +94,17 @@ func (p *statusPatches) sent() []schedulingv1alpha1.PodGroupPhase {
 	return append([]schedulingv1alpha1.PodGroupPhase(nil), p.phases...)
 }
 
+// announcedAll drains the events recorded until there are n, and fails
+// if another follows within a short while. Flush returns once every write
+// was attempted; a write that landed records its events just after, so
+// they are waited for rather than read at once.
+func announcedAll(r *clientevents.FakeRecorder, n int) []string {
+	var out []string
+	EventuallyWithOffset(1, func() int { out = append(out, announced(r)...); return len(out) }).Should(BeNumerically(">=", n))
+	ConsistentlyWithOffset(1, r.Events).WithTimeout(200*time.Millisecond).ShouldNot(Receive(), "more events than %d: %v", n, out)
+	return out
+}
+
 // announced drains the events recorded so far.
 func announced(r *clientevents.FakeRecorder) []string {
 	var out []string
@@ -162,7 +173,7 @@ var _ = Describe("the status writer", func() {
 		close(patches.hold)
 		Eventually(flushed).Should(Receive(Succeed()))
 		Expect(current().Status.Phase).To(Equal(schedulingv1alpha1.PodGroupInqueue))
-		Expect(announced(recorder)).To(Equal([]string{"Normal Inqueue to Inqueue"}))
+		Expect(announcedAll(recorder, 1)).To(Equal([]string{"Normal Inqueue to Inqueue"}))
 	})
 
 	// Two writes ahead of the informer: the second was decided over the
@@ -207,7 +218,7 @@ var _ = Describe("the status writer", func() {
 		Expect(w.Flush(ctx)).To(Succeed())
 		Expect(patches.sent()).To(Equal([]schedulingv1alpha1.PodGroupPhase{schedulingv1alpha1.PodGroupPending, schedulingv1alpha1.PodGroupRunning}))
 		Expect(current().Status.Phase).To(Equal(schedulingv1alpha1.PodGroupRunning))
-		Expect(announced(recorder)).To(Equal([]string{"Normal Pending to Pending", "Normal Inqueue to Inqueue", "Normal Running to Running"}))
+		Expect(announcedAll(recorder, 3)).To(Equal([]string{"Normal Pending to Pending", "Normal Inqueue to Inqueue", "Normal Running to Running"}))
 	})
 
 	It("announces a reason decided again before its write goes out once, in the latest words", func() {
@@ -228,7 +239,7 @@ var _ = Describe("the status writer", func() {
 
 		close(patches.hold)
 		Expect(w.Flush(ctx)).To(Succeed())
-		Expect(announced(recorder)).To(Equal([]string{
+		Expect(announcedAll(recorder, 3)).To(Equal([]string{
 			"Warning Unschedulable 8 of 8 nodes full",
 			"Normal Scheduled gang bound",
 			"Warning Unschedulable a member was lost",
@@ -250,7 +261,7 @@ var _ = Describe("the status writer", func() {
 
 		close(patches.hold)
 		Expect(w.Flush(ctx)).To(Succeed())
-		Expect(announced(recorder)).To(Equal([]string{"Warning Unschedulable no room"}),
+		Expect(announcedAll(recorder, 1)).To(Equal([]string{"Warning Unschedulable no room"}),
 			"the pods heard a reason no longer true when its write landed")
 	})
 
@@ -300,10 +311,7 @@ var _ = Describe("the status writer", func() {
 		Expect(w.Flush(ctx)).To(HaveOccurred())
 		patches.failing.Store(false)
 		Eventually(func() schedulingv1alpha1.PodGroupPhase { return current().Status.Phase }).Should(Equal(schedulingv1alpha1.PodGroupInqueue))
-		var got []string
-		Eventually(func() []string { got = append(got, announced(recorder)...); return got }).ShouldNot(BeEmpty())
-		Consistently(recorder.Events).WithTimeout(300 * time.Millisecond).ShouldNot(Receive())
-		Expect(got).To(Equal([]string{"Warning Unschedulable 7 of 8 nodes full"}))
+		Expect(announcedAll(recorder, 1)).To(Equal([]string{"Warning Unschedulable 7 of 8 nodes full"}))
 	})
 
 	DescribeTable("undoes what a write reported failed but applied, once a later decision lacks it",
