@@ -80,17 +80,30 @@ func New(c client.Client, recorder events.EventRecorder, workers int, opts ...Op
 // cycle places only what is missing, first of all, and the gang completes;
 // one that cannot be completed is reclaimed (actions.PartialGangs).
 func (b *Binder) Bind(ctx context.Context, decisions []framework.Decision) []error {
-	s := b.Stream(ctx)
+	s := b.Stream(ctx, nil)
 	s.Add(decisions...)
 	return s.Wait()
 }
+
+// Answered is told of each bind once its answer came back: when its
+// request went out, and its error (nil on success). It is called from the
+// binder's workers, several at once.
+type Answered func(d framework.Decision, sent time.Time, err error)
 
 // Stream returns a queue of binds: each decision added is bound as soon as
 // one of the binder's workers is free, in the order added, while the
 // caller goes on (a session deciding the next gang while the last one's
 // binds are under way). Wait returns one error per decision, in order.
-func (b *Binder) Stream(ctx context.Context) *parallel.Queue[framework.Decision] {
-	return parallel.NewQueue(b.workers, func(d framework.Decision) error { return b.bind(ctx, d) })
+// answered, if not nil, is told of each bind as its answer comes back.
+func (b *Binder) Stream(ctx context.Context, answered Answered) *parallel.Queue[framework.Decision] {
+	return parallel.NewQueue(b.workers, func(d framework.Decision) error {
+		sent := time.Now()
+		err := b.bind(ctx, d)
+		if answered != nil {
+			answered(d, sent, err)
+		}
+		return err
+	})
 }
 
 func (b *Binder) bind(ctx context.Context, d framework.Decision) error {

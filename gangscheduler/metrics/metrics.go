@@ -32,6 +32,11 @@ const (
 	GangPartial   = "partial"
 )
 
+// SpreadBuckets are the bounds of the gang bind spreads' histograms, in
+// seconds: round figures, so that a grace such as the partial-gang
+// benchmark's 2 s is one of them.
+var SpreadBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30}
+
 var (
 	// CycleDuration is the time of one whole cycle: snapshot, session,
 	// binds and status writes.
@@ -75,6 +80,24 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "bind_duration_seconds",
 		Help:    "Latency of one pods/binding request.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+	})
+	// GangBindRequestSpread and GangBindAnswerSpread are, for each gang
+	// whose binds of one cycle all succeeded, the time from its first
+	// bind request to its last, and from the answer to its first bind to
+	// the answer to its last. There is no bind of a whole gang in
+	// Kubernetes, only one per pod, so for the second of these the API
+	// server shows the gang partly bound. The first is the scheduler's
+	// doing (a gang's binds queued behind others'); the second, once the
+	// first is small, the API server's: the spread of its latency.
+	GangBindRequestSpread = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "gang_bind_request_spread_seconds",
+		Help:    "Per gang whose binds of one cycle all succeeded: time from its first bind request to its last.",
+		Buckets: SpreadBuckets,
+	})
+	GangBindAnswerSpread = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "gang_bind_answer_spread_seconds",
+		Help:    "Per gang whose binds of one cycle all succeeded: time from the answer to its first bind to the answer to its last, in which the API server showed it partly bound.",
+		Buckets: SpreadBuckets,
 	})
 	// Binds counts bind requests by result.
 	Binds = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -142,5 +165,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(CycleDuration, DecisionDuration, SnapshotDuration, DecisionCPU, Cycles, BindDuration, Binds, Gangs, PredicateEvaluations, Preemptions, PartialGangReclaims, StatusWrites, FencedCycles, HeldNodes, HoldingGangs, CachesSynced)
+	ctrlmetrics.Registry.MustRegister(CycleDuration, DecisionDuration, SnapshotDuration, DecisionCPU, Cycles, BindDuration, GangBindRequestSpread, GangBindAnswerSpread, Binds, Gangs, PredicateEvaluations, Preemptions, PartialGangReclaims, StatusWrites, FencedCycles, HeldNodes, HoldingGangs, CachesSynced)
 }

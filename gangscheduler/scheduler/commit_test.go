@@ -12,6 +12,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	clientevents "k8s.io/client-go/tools/events"
@@ -24,6 +26,7 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/binder"
 	"github.com/troupe-ml/troupe/gangscheduler/cache"
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
+	"github.com/troupe-ml/troupe/gangscheduler/metrics"
 	"github.com/troupe-ml/troupe/gangscheduler/plugins"
 	"github.com/troupe-ml/troupe/gangscheduler/queues"
 	"github.com/troupe-ml/troupe/gangscheduler/scheduler"
@@ -80,6 +83,8 @@ type knobs struct {
 	frozen bool
 	// statusClient, if set, is the status writer's client.
 	statusClient client.Client
+	// bindClient, if set, is the binder's client.
+	bindClient client.Client
 }
 
 var _ = Describe("a cycle's commit", Serial, func() {
@@ -134,7 +139,11 @@ var _ = Describe("a cycle's commit", Serial, func() {
 		}
 		writer := status.NewWriter(statusClient, recorder, status.WriterOptions{Workers: 4})
 		go func() { _ = writer.Start(cctx) }()
-		return scheduler.New(c, binder.New(suite.Client, recorder, 4), writer,
+		bindClient := k.bindClient
+		if bindClient == nil {
+			bindClient = suite.Client
+		}
+		return scheduler.New(c, binder.New(bindClient, recorder, 4), writer,
 			scheduler.Options{
 				Actions:       append([]framework.Action{actions.NewAllocate()}, k.extra...),
 				Plugins:       plugins.Default(),
@@ -273,6 +282,35 @@ var _ = Describe("a cycle's commit", Serial, func() {
 		}
 	})
 
+	// The scheduler cannot bind a gang in one request (Kubernetes binds a
+	// pod at a time); the spread histograms say for how long the API
+	// server showed each gang partly bound, from the binds' answers.
+	It("times how far apart each whole gang's binds went out and came back, and leaves out a gang a bind of which failed", func() {
+		gangs(3)
+		const late = 300 * time.Millisecond
+		direct, err := client.NewWithWatch(suite.Env.Config, client.Options{Scheme: suite.Client.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		bindClient := interceptor.NewClient(direct, interceptor.Funcs{
+			SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceCreateOption) error {
+				switch obj.GetName() {
+				case "g0-1":
+					time.Sleep(late) // answered late: g0 is partly bound meanwhile
+				case "g2-1":
+					return errors.New("refused by the test")
+				}
+				return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
+			},
+		})
+		requests, answers := spreadHistogram(metrics.GangBindRequestSpread), spreadHistogram(metrics.GangBindAnswerSpread)
+		s := newScheduler(knobs{bindClient: bindClient})
+		Expect(s.RunOnce(ctx)).To(MatchError(ContainSubstring("1 of 6 binds failed")))
+
+		Expect(spreadHistogram(metrics.GangBindAnswerSpread).since(answers)).To(Equal(spreadCounts{gangs: 2, over: map[float64]uint64{0.25: 1, 1: 0}}),
+			"g0 and g1 were bound whole, g0's answers came back at least %v apart; g2 is not whole", late)
+		Expect(spreadHistogram(metrics.GangBindRequestSpread).since(requests)).To(Equal(spreadCounts{gangs: 2, over: map[float64]uint64{0.25: 0, 1: 0}}),
+			"each gang's binds went out together")
+	})
+
 	It("binds no gang, and no part of one, once the fence refuses mid-session, and writes no status", func() {
 		gangs(3)
 		var asked atomic.Int32
@@ -357,6 +395,35 @@ func (h *heldStatusPatches) podGroupWrites() map[string][]schedulingv1alpha1.Pod
 	out := map[string][]schedulingv1alpha1.PodGroupPhase{}
 	for name, phases := range h.sent {
 		out[name] = slices.Clone(phases)
+	}
+	return out
+}
+
+// spreadCounts are a spread histogram's observations: how many, and how
+// many above 0.25 s and above 1 s (two of its bounds).
+type spreadCounts struct {
+	gangs uint64
+	over  map[float64]uint64
+}
+
+func spreadHistogram(h prometheus.Histogram) spreadCounts {
+	var m dto.Metric
+	ExpectWithOffset(1, h.Write(&m)).To(Succeed())
+	c := spreadCounts{gangs: m.GetHistogram().GetSampleCount(), over: map[float64]uint64{}}
+	for _, b := range m.GetHistogram().GetBucket() {
+		if bound := b.GetUpperBound(); bound == 0.25 || bound == 1 {
+			c.over[bound] = c.gangs - b.GetCumulativeCount()
+		}
+	}
+	ExpectWithOffset(1, c.over).To(HaveLen(2), "the spread buckets lost a bound this spec reads")
+	return c
+}
+
+// since are the observations made after before was read.
+func (c spreadCounts) since(before spreadCounts) spreadCounts {
+	out := spreadCounts{gangs: c.gangs - before.gangs, over: map[float64]uint64{}}
+	for bound, n := range c.over {
+		out.over[bound] = n - before.over[bound]
 	}
 	return out
 }

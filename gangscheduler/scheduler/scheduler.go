@@ -374,6 +374,8 @@ type commit struct {
 	// dispatched; sent are their decisions, in the order dispatched.
 	binds *parallel.Queue[framework.Decision]
 	sent  []framework.Decision
+	// spread times each gang's binds, as their answers come back.
+	spread *bindSpread
 	// refused is the fence's refusal, once it gave one: it stands for the
 	// rest of the cycle.
 	refused       error
@@ -396,12 +398,14 @@ func (c *commit) dispatch(decisions []framework.Decision) {
 	}
 	if c.binds == nil {
 		c.holdEvents()
-		c.binds = c.s.binder.Stream(c.ctx)
+		c.spread = newBindSpread(observeSpreadMetrics)
+		c.binds = c.s.binder.Stream(c.ctx, c.spread.answered)
 		c.firstDispatch = time.Now()
 	}
 	for _, d := range decisions {
 		c.s.cache.Assume(types.UID(d.Task.UID), d.Node)
 	}
+	c.spread.dispatched(decisions)
 	c.binds.Add(decisions...)
 	c.sent = append(c.sent, decisions...)
 }

@@ -237,6 +237,7 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 	res.Throughput = tracker.Throughput()
 	res.Cycles, res.Counters = samples.cycles, samples.counters
 	res.CachesSynced = cachesSynced(tracker.StartedAt(), samples.counters)
+	res.AnsweredApart = answeredApart(samples.last, r.opts.PartialGrace)
 	res.ActiveCPU = samples.cpu.Between(res.Throughput.FirstBind, res.Throughput.LastBind)
 	if prof != nil {
 		res.Profile = prof.stop(ctx)
@@ -405,6 +406,7 @@ func (s *sampled) final(ctx context.Context, proc placer.Process) {
 	if metered, ok := proc.(placer.Metered); ok {
 		if cur, err := scrape(ctx, metered.MetricsURL()); err == nil {
 			s.counters = troupeCounters(cur)
+			s.last = cur
 		}
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,7 +26,10 @@ const (
 	troupeCycleTotal  = troupePrefix + "cycle_duration_seconds_sum"
 	troupeDecisions   = troupePrefix + "decision_duration_seconds_sum"
 	troupeDecisionCPU = troupePrefix + "decision_cpu_seconds_total"
-	troupeBinds       = troupePrefix + "binds_total"
+	// troupeAnswerSpread is the histogram of how far apart the answers to
+	// a gang's binds came back.
+	troupeAnswerSpread = troupePrefix + "gang_bind_answer_spread_seconds"
+	troupeBinds        = troupePrefix + "binds_total"
 )
 
 var httpClient = &http.Client{Timeout: 5 * time.Second}
@@ -70,6 +75,31 @@ func troupeCounters(samples []measure.Sample) map[string]float64 {
 		if strings.HasPrefix(s.Name, troupePrefix) && !strings.HasSuffix(s.Name, "_bucket") {
 			out[strings.TrimPrefix(s.Name, troupePrefix)] += s.Value
 		}
+	}
+	return out
+}
+
+// answeredApart is how many gangs troupe-scheduler saw answered further
+// apart than grace, by the buckets of its gang_bind_answer_spread_seconds
+// histogram, from its smallest finite bound at or above grace; nil when
+// the samples have no such bound (another placer, or a grace beyond every
+// bound).
+func answeredApart(samples []measure.Sample, grace time.Duration) *report.AnsweredApart {
+	var out *report.AnsweredApart
+	total := measure.Sum(samples, troupeAnswerSpread+"_count", nil)
+	for _, s := range samples {
+		if s.Name != troupeAnswerSpread+"_bucket" {
+			continue
+		}
+		bound, err := strconv.ParseFloat(s.Labels["le"], 64)
+		if err != nil || math.IsInf(bound, 1) {
+			continue // +Inf holds every gang: it tells none apart
+		}
+		at := time.Duration(bound * float64(time.Second))
+		if at < grace || (out != nil && at >= out.Bound) {
+			continue
+		}
+		out = &report.AnsweredApart{Gangs: total - s.Value, Bound: at}
 	}
 	return out
 }

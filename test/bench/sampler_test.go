@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -44,5 +45,39 @@ func TestCycleSample(t *testing.T) {
 	want := report.CycleSample{At: 3 * time.Second, Backlog: 120, Cycles: 4, DecisionCPUSeconds: 0.25, Binds: 41}
 	if got != want {
 		t.Errorf("cycleSample = %+v, want %+v", got, want)
+	}
+}
+
+// The gangs answered further apart than the grace are read from the
+// spread histogram's buckets, from its smallest bound at or above the
+// grace, whatever order the exposition lists them in.
+func TestAnsweredApart(t *testing.T) {
+	// A histogram of 40 gangs: 30 answered within 1 s, 36 within 2 s,
+	// 39 within 5 s.
+	histogram := []measure.Sample{
+		{Name: troupeAnswerSpread + "_bucket", Labels: map[string]string{"le": "5"}, Value: 39},
+		{Name: troupeAnswerSpread + "_bucket", Labels: map[string]string{"le": "1"}, Value: 30},
+		{Name: troupeAnswerSpread + "_bucket", Labels: map[string]string{"le": "+Inf"}, Value: 40},
+		{Name: troupeAnswerSpread + "_bucket", Labels: map[string]string{"le": "2"}, Value: 36},
+		{Name: troupeAnswerSpread + "_sum", Value: 31.5},
+		{Name: troupeAnswerSpread + "_count", Value: 40},
+	}
+	for _, tc := range []struct {
+		name    string
+		samples []measure.Sample
+		grace   time.Duration
+		want    *report.AnsweredApart
+	}{
+		{"the grace a bound", histogram, 2 * time.Second, &report.AnsweredApart{Gangs: 4, Bound: 2 * time.Second}},
+		{"the grace between bounds: the next bound up", histogram, 1500 * time.Millisecond, &report.AnsweredApart{Gangs: 4, Bound: 2 * time.Second}},
+		{"a grace under every finite bound but one", histogram, 3 * time.Second, &report.AnsweredApart{Gangs: 1, Bound: 5 * time.Second}},
+		{"a grace beyond every finite bound: +Inf tells none apart", histogram, time.Minute, nil},
+		{"a placer without the histogram", []measure.Sample{{Name: troupeCycles, Value: 3}}, 2 * time.Second, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := answeredApart(tc.samples, tc.grace); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("answeredApart = %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

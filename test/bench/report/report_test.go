@@ -353,7 +353,10 @@ func TestMarkdown(t *testing.T) {
 	q := result("Q", Troupe, 100, time.Second)
 	q.Quality = measure.Quality{Masters: 100, MastersOnCPU: 100, GPUs: 800, GPUsUsed: 800}
 	s4 := result("S4", Troupe, 100, time.Second)
-	s4.Counters = map[string]float64{"cycles_total": 4, "decision_duration_seconds_sum": 0.04, "decision_cpu_seconds_total": 0.02}
+	s4.Counters = map[string]float64{"cycles_total": 4, "decision_duration_seconds_sum": 0.04, "decision_cpu_seconds_total": 0.02,
+		"gang_bind_request_spread_seconds_sum": 0.002, "gang_bind_request_spread_seconds_count": 4,
+		"gang_bind_answer_spread_seconds_sum": 2.4, "gang_bind_answer_spread_seconds_count": 4}
+	s4.AnsweredApart = &AnsweredApart{Gangs: 1, Bound: 2 * time.Second}
 	s4.CachesSynced, s4.Throughput.FirstBind = 300*time.Millisecond, 420*time.Millisecond
 	s4.Warm = &WarmRound{Pods: 200, Makespan: 400 * time.Millisecond, Counters: map[string]float64{
 		"cycles_total": 8, "snapshot_duration_seconds_sum": 0.008, "snapshot_duration_seconds_count": 8,
@@ -405,6 +408,9 @@ func TestMarkdown(t *testing.T) {
 		"### Topology stream (TS): who waits", "| placer | GPUs free | of them stranded | wait, 1 worker | wait, 2 workers |",
 		"| troupe | 8 | 8 | 5ms | 6ms |", "| volcano | 40 | 40 | 500ms | 600ms |",
 		"### Where Troupe's time goes", "| S4 | 300ms | 120ms | 4 |",
+		// 4 gangs: binds sent 500µs apart and answered 600 ms apart on
+		// average, one of them more than 2 s apart.
+		"| 0s | 500µs | 600ms | 1 > 2s |",
 		"### Troupe's warm rounds", "| S4 | 200 | 8 | 1ms | 100µs | 50µs | 20µs | 10µs | 55 | 400ms |",
 	} {
 		if !strings.Contains(out, want) {

@@ -68,6 +68,19 @@ type Result struct {
 	// Stream is what a run of a streamed scenario (TS) measured of its
 	// gangs' arrivals: nil for the others.
 	Stream *measure.Stream
+	// AnsweredApart is, for troupe-scheduler, how many gangs had the
+	// answers to their binds come back further apart than the partial
+	// grace, by its own histogram (gang_bind_answer_spread_seconds,
+	// counted from its first bound at or above the grace); nil for a
+	// placer that does not say.
+	AnsweredApart *AnsweredApart
+}
+
+// AnsweredApart is a count of gangs whose binds' answers came back more
+// than Bound apart.
+type AnsweredApart struct {
+	Gangs float64
+	Bound time.Duration
 }
 
 // Failure says why the run failed: it could not be measured, it ended
