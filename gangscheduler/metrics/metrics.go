@@ -157,6 +157,16 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "caches_synced_timestamp_seconds",
 		Help: "Unix time at which the informers had listed every watched object and the first cycle could start; 0 until then.",
 	})
+	// StatusWriteLag is, for each PodGroup or Queue status write that
+	// lands, the time since the oldest decision it carries was handed to
+	// the writer: how far what a user reads (kubectl get podgroup) lags
+	// what the scheduler decided. The statuses of a cycle are handed over
+	// once its binds have returned, so the binds' own time is not in it.
+	StatusWriteLag = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: subsystem, Name: "status_write_lag_seconds",
+		Help:    "Per PodGroup or Queue status write landed: time since the oldest decision it carries was handed to the status writer.",
+		Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120},
+	})
 	// StatusWrites counts PodGroup and Queue status writes by result.
 	StatusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "status_writes_total",
@@ -165,5 +175,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(CycleDuration, DecisionDuration, SnapshotDuration, DecisionCPU, Cycles, BindDuration, GangBindRequestSpread, GangBindAnswerSpread, Binds, Gangs, PredicateEvaluations, Preemptions, PartialGangReclaims, StatusWrites, FencedCycles, HeldNodes, HoldingGangs, CachesSynced)
+	ctrlmetrics.Registry.MustRegister(CycleDuration, DecisionDuration, SnapshotDuration, DecisionCPU, Cycles, BindDuration, GangBindRequestSpread, GangBindAnswerSpread, Binds, Gangs, PredicateEvaluations, Preemptions, PartialGangReclaims, StatusWrites, StatusWriteLag, FencedCycles, HeldNodes, HoldingGangs, CachesSynced)
 }

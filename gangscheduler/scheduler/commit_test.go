@@ -13,7 +13,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	clientevents "k8s.io/client-go/tools/events"
@@ -305,9 +304,9 @@ var _ = Describe("a cycle's commit", Serial, func() {
 		s := newScheduler(knobs{bindClient: bindClient})
 		Expect(s.RunOnce(ctx)).To(MatchError(ContainSubstring("1 of 6 binds failed")))
 
-		Expect(spreadHistogram(metrics.GangBindAnswerSpread).since(answers)).To(Equal(spreadCounts{gangs: 2, over: map[float64]uint64{0.25: 1, 1: 0}}),
+		Expect(spreadHistogram(metrics.GangBindAnswerSpread).Since(answers)).To(Equal(testutil.HistogramCounts{Count: 2, Over: map[float64]uint64{0.25: 1, 1: 0}}),
 			"g0 and g1 were bound whole, g0's answers came back at least %v apart; g2 is not whole", late)
-		Expect(spreadHistogram(metrics.GangBindRequestSpread).since(requests)).To(Equal(spreadCounts{gangs: 2, over: map[float64]uint64{0.25: 0, 1: 0}}),
+		Expect(spreadHistogram(metrics.GangBindRequestSpread).Since(requests)).To(Equal(testutil.HistogramCounts{Count: 2, Over: map[float64]uint64{0.25: 0, 1: 0}}),
 			"each gang's binds went out together")
 	})
 
@@ -399,31 +398,10 @@ func (h *heldStatusPatches) podGroupWrites() map[string][]schedulingv1alpha1.Pod
 	return out
 }
 
-// spreadCounts are a spread histogram's observations: how many, and how
-// many above 0.25 s and above 1 s (two of its bounds).
-type spreadCounts struct {
-	gangs uint64
-	over  map[float64]uint64
-}
-
-func spreadHistogram(h prometheus.Histogram) spreadCounts {
-	var m dto.Metric
-	ExpectWithOffset(1, h.Write(&m)).To(Succeed())
-	c := spreadCounts{gangs: m.GetHistogram().GetSampleCount(), over: map[float64]uint64{}}
-	for _, b := range m.GetHistogram().GetBucket() {
-		if bound := b.GetUpperBound(); bound == 0.25 || bound == 1 {
-			c.over[bound] = c.gangs - b.GetCumulativeCount()
-		}
-	}
-	ExpectWithOffset(1, c.over).To(HaveLen(2), "the spread buckets lost a bound this spec reads")
+// spreadHistogram reads a spread histogram's observations, and those above
+// 0.25 s and 1 s.
+func spreadHistogram(h prometheus.Histogram) testutil.HistogramCounts {
+	c, err := testutil.ReadHistogram(h, 0.25, 1)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return c
-}
-
-// since are the observations made after before was read.
-func (c spreadCounts) since(before spreadCounts) spreadCounts {
-	out := spreadCounts{gangs: c.gangs - before.gangs, over: map[float64]uint64{}}
-	for bound, n := range c.over {
-		out.over[bound] = n - before.over[bound]
-	}
-	return out
 }

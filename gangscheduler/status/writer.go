@@ -151,6 +151,16 @@ type record struct {
 	podEvent *Event
 	pending  []*corev1.Pod
 	at       time.Time
+	// handedOver are when the decisions not landed yet were handed to
+	// the writer, oldest first: a landed write is timed from the oldest
+	// it carries (metrics.StatusWriteLag).
+	handedOver []handOver
+}
+
+// handOver is when decision number decision was handed to the writer.
+type handOver struct {
+	decision int
+	at       time.Time
 }
 
 // objectStatus is a PodGroup's status or a Queue's, after its record's
@@ -278,6 +288,7 @@ func (w *Writer) decide(obj client.Object, kind string, old, decided objectStatu
 	}
 	r.object, r.decided = obj, decided
 	r.decisions++
+	r.handedOver = append(r.handedOver, handOver{decision: r.decisions, at: time.Now()})
 	return r
 }
 
@@ -488,6 +499,14 @@ func (w *Writer) settle(uid types.UID, wr write, resourceVersion string, err err
 	case err == nil:
 		old := r.base
 		r.base, r.landed = wr.target, wr.decision
+		carried := 0
+		for carried < len(r.handedOver) && r.handedOver[carried].decision <= wr.decision {
+			carried++
+		}
+		if resourceVersion != "" && carried > 0 {
+			metrics.StatusWriteLag.Observe(time.Since(r.handedOver[0].at).Seconds())
+		}
+		r.handedOver = slices.Delete(r.handedOver, 0, carried)
 		// Whatever the failed writes did, this one undid (none failed
 		// meanwhile: an object has one write in flight at most).
 		r.unsure = nil

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/gangscheduler/metrics"
 	"github.com/troupe-ml/troupe/gangscheduler/status"
 	"github.com/troupe-ml/troupe/internal/testutil"
 )
@@ -263,6 +264,32 @@ var _ = Describe("the status writer", func() {
 		Expect(w.Flush(ctx)).To(Succeed())
 		Expect(announcedAll(recorder, 1)).To(Equal([]string{"Warning Unschedulable no room"}),
 			"the pods heard a reason no longer true when its write landed")
+	})
+
+	// What a user reads lags what the scheduler decided by the write's
+	// wait and its round trip: the lag histogram times each landed write
+	// from the oldest decision it carries, not from the latest.
+	It("times a landed write from the oldest decision it carries", func() {
+		w := started(suite.Client, status.WriterOptions{Workers: 2})
+		lag := func() testutil.HistogramCounts {
+			c, err := testutil.ReadHistogram(metrics.StatusWriteLag, 0.25)
+			ExpectWithOffset(1, err).NotTo(HaveOccurred())
+			return c
+		}
+		before := lag()
+		const wait = 300 * time.Millisecond
+		// Held back (its binds not seen yet), then decided again: one
+		// write carries both decisions.
+		held := make(chan struct{})
+		DeferCleanup(func() { close(held) })
+		decided(w, seen, phase(schedulingv1alpha1.PodGroupInqueue), held)
+		time.Sleep(wait)
+		decided(w, seen, phase(schedulingv1alpha1.PodGroupRunning), nil)
+		Expect(w.Flush(ctx)).To(Succeed())
+		Eventually(func() schedulingv1alpha1.PodGroupPhase { return current().Status.Phase }).Should(Equal(schedulingv1alpha1.PodGroupRunning))
+
+		Eventually(func() testutil.HistogramCounts { return lag().Since(before) }).Should(Equal(testutil.HistogramCounts{Count: 1, Over: map[float64]uint64{0.25: 1}}),
+			"one write landed, %v or more after the first decision it carries", wait)
 	})
 
 	It("writes nothing before after is closed", func() {

@@ -462,8 +462,9 @@ func troupeTable(w io.Writer, results []Result) {
 	fmt.Fprintf(w, "### Where Troupe's time goes\n\nFrom troupe-scheduler's metrics at the end of each run. A cycle is snapshot, actions, binds and status writes. "+
 		"Caches synced: when its informers had listed the cluster, from its start; first bind after: from then to its first bind seen by the harness, the first cycle's own latency. "+
 		"A gang's binds apart: for each gang whose binds of a cycle all succeeded, from its first bind request to its last (sent), and from the first answer to the last (answered: "+
-		"the API server showed the gang partly bound meanwhile), means over the run; the gangs answered further apart than the partial grace, by the scheduler's histogram.\n\n")
-	fmt.Fprintf(w, "| scenario | caches synced | first bind after | cycles | mean cycle | mean decision | mean snapshot | decision time/pod | decision CPU/pod | bind latency (mean) | a gang's binds apart: sent | answered | gangs answered apart | predicate evaluations/pod | status writes | CPU/pod | CPU/pod while binding |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		"the API server showed the gang partly bound meanwhile), means over the run; the gangs answered further apart than the partial grace, by the scheduler's histogram. "+
+		"Status lag: per status write landed, the time since the oldest decision it carries was handed to the writer (after the cycle's binds returned), mean over the writes landed in the window.\n\n")
+	fmt.Fprintf(w, "| scenario | caches synced | first bind after | cycles | mean cycle | mean decision | mean snapshot | decision time/pod | decision CPU/pod | bind latency (mean) | a gang's binds apart: sent | answered | gangs answered apart | predicate evaluations/pod | status writes | status lag (mean) | CPU/pod | CPU/pod while binding |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range rows {
 		c := r.Counters
 		pods := float64(max(r.Throughput.Pods, 1))
@@ -477,11 +478,11 @@ func troupeTable(w io.Writer, results []Result) {
 		if a := r.AnsweredApart; a != nil {
 			apart = fmt.Sprintf("%.0f > %v", a.Gangs, a.Bound)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %v | %v | %v | %v | %v | %v | %v | %v | %s | %.0f | %.0f | %v | %v |\n", r.Scenario.Name, synced, after, c["cycles_total"],
+		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %v | %v | %v | %v | %v | %v | %v | %v | %s | %.0f | %.0f | %v | %v | %v |\n", r.Scenario.Name, synced, after, c["cycles_total"],
 			round(secs(c["cycle_duration_seconds_sum"]/cycles)), round(secs(c["decision_duration_seconds_sum"]/cycles)),
 			round(secs(c["snapshot_duration_seconds_sum"]/cycles)), round(r.DecisionPerPod()), round(perPod(c["decision_cpu_seconds_total"], r.Throughput.Pods)),
 			round(bind), round(histogramMean(c, "gang_bind_request_spread_seconds")), round(histogramMean(c, "gang_bind_answer_spread_seconds")), apart,
-			c["predicate_evaluations_total"]/pods, c["status_writes_total"], round(r.CPUPerPod()), round(r.ActiveCPUPerPod()))
+			c["predicate_evaluations_total"]/pods, c["status_writes_total"], round(histogramMean(c, "status_write_lag_seconds")), round(r.CPUPerPod()), round(r.ActiveCPUPerPod()))
 	}
 	fmt.Fprintln(w)
 }

@@ -355,7 +355,8 @@ func TestMarkdown(t *testing.T) {
 	s4 := result("S4", Troupe, 100, time.Second)
 	s4.Counters = map[string]float64{"cycles_total": 4, "decision_duration_seconds_sum": 0.04, "decision_cpu_seconds_total": 0.02,
 		"gang_bind_request_spread_seconds_sum": 0.002, "gang_bind_request_spread_seconds_count": 4,
-		"gang_bind_answer_spread_seconds_sum": 2.4, "gang_bind_answer_spread_seconds_count": 4}
+		"gang_bind_answer_spread_seconds_sum": 2.4, "gang_bind_answer_spread_seconds_count": 4,
+		"status_writes_total": 5, "status_write_lag_seconds_sum": 7.5, "status_write_lag_seconds_count": 5}
 	s4.AnsweredApart = &AnsweredApart{Gangs: 1, Bound: 2 * time.Second}
 	s4.CachesSynced, s4.Throughput.FirstBind = 300*time.Millisecond, 420*time.Millisecond
 	s4.Warm = &WarmRound{Pods: 200, Makespan: 400 * time.Millisecond, Counters: map[string]float64{
@@ -411,6 +412,8 @@ func TestMarkdown(t *testing.T) {
 		// 4 gangs: binds sent 500µs apart and answered 600 ms apart on
 		// average, one of them more than 2 s apart.
 		"| 0s | 500µs | 600ms | 1 > 2s |",
+		// 5 status writes landed, 1.5 s after their decisions on average.
+		"| 5 | 1.5s |",
 		"### Troupe's warm rounds", "| S4 | 200 | 8 | 1ms | 100µs | 50µs | 20µs | 10µs | 55 | 400ms |",
 	} {
 		if !strings.Contains(out, want) {
