@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -131,7 +132,8 @@ type record struct {
 	decisions, attempted, landed int
 	// behind are the object's resourceVersions that precede the last
 	// write: those decided over, and what earlier writes landed. While the
-	// informer shows one of them, or a decision is not written yet, the
+	// informer shows one of them (or any version older than the last
+	// write's: precedesLastWrite), or a decision is not written yet, the
 	// decided status stands in for the object's. At any other version the
 	// object is the truth again: the last write, or something newer.
 	behind []string
@@ -608,11 +610,24 @@ func (w *Writer) recall(obj metav1.Object) *record {
 	if r == nil {
 		return nil
 	}
-	if r.landed < r.decisions || slices.Contains(r.behind, obj.GetResourceVersion()) {
+	if r.landed < r.decisions || r.precedesLastWrite(obj.GetResourceVersion()) {
 		return r
 	}
 	w.drop(obj.GetUID(), r)
 	return nil
+}
+
+// precedesLastWrite says whether the object's version rv is from before
+// the last write landed: one the writer saw or wrote before it, or, where
+// the API server's versions compare (etcd's do: Kubernetes' comparable
+// resource versions), any older one, such as the version a write reported
+// failed but applied produced, which the writer never learned.
+func (r *record) precedesLastWrite(rv string) bool {
+	if slices.Contains(r.behind, rv) {
+		return true
+	}
+	c, err := resourceversion.CompareResourceVersion(rv, r.landedVersion)
+	return err == nil && c < 0
 }
 
 // OldPodGroupStatus is the status to compare pg's new status against.

@@ -341,6 +341,29 @@ var _ = Describe("the status writer", func() {
 		Expect(announcedAll(recorder, 1)).To(Equal([]string{"Warning Unschedulable 7 of 8 nodes full"}))
 	})
 
+	// A write that failed but was applied produced a version the writer
+	// never learned. Once a later write lands, an informer still showing
+	// that version is behind it: the failed write's status must not pass
+	// for the truth, or the next cycle would decide the change again.
+	It("keeps its landed write while the informer shows the version of one reported failed but applied", func() {
+		patches := &statusPatches{}
+		patches.applyThenFail.Store(true)
+		w := started(patches.client(), status.WriterOptions{Workers: 2})
+		decided(w, seen, schedulingv1alpha1.PodGroupStatus{Phase: schedulingv1alpha1.PodGroupRunning, Running: 2}, nil)
+		Expect(w.Flush(ctx)).To(MatchError(ContainSubstring(errTimedOut.Error())))
+		applied := current()
+		Expect(applied.Status.Running).To(BeEquivalentTo(2), "the test's client did not apply the write")
+
+		patches.applyThenFail.Store(false)
+		next := schedulingv1alpha1.PodGroupStatus{Phase: schedulingv1alpha1.PodGroupRunning, Running: 3}
+		decided(w, seen, next, nil)
+		Eventually(func() schedulingv1alpha1.PodGroupStatus { return current().Status }).Should(Equal(next))
+		Expect(w.Flush(ctx)).To(Succeed())
+
+		Expect(w.OldPodGroupStatus(applied)).To(Equal(next), "the informer's version from before the landed write passed for the truth")
+		Expect(w.OldPodGroupStatus(current())).To(Equal(next))
+	})
+
 	DescribeTable("undoes what a write reported failed but applied, once a later decision lacks it",
 		func(next schedulingv1alpha1.PodGroupStatus) {
 			patches := &statusPatches{}
