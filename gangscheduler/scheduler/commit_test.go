@@ -300,6 +300,11 @@ var _ = Describe("a cycle's commit", Serial, func() {
 				return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
 			},
 		})
+		// g2 is left partial; the later specs' schedulers watch every
+		// namespace and would complete it first of all.
+		DeferCleanup(func() {
+			Expect(suite.Client.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))).To(Succeed())
+		})
 		requests, answers := spreadHistogram(metrics.GangBindRequestSpread), spreadHistogram(metrics.GangBindAnswerSpread)
 		s := newScheduler(knobs{bindClient: bindClient})
 		Expect(s.RunOnce(ctx)).To(MatchError(ContainSubstring("1 of 6 binds failed")))
