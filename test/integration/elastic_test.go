@@ -114,7 +114,12 @@ var _ = Describe("Elastic PyTorchJobs as elastic gangs through the operator and 
 		// Workers 2 and 3 went, and were created again; the master and
 		// workers 0 and 1 kept running, in generation 0.
 		Eventually(func(g Gomega) {
-			for _, p := range f.live(g, "elastic") {
+			live := f.live(g, "elastic")
+			// Every member live: one preempted below the minimum would be
+			// held Terminating by its finalizer, and left out of live.
+			g.Expect(live).To(HaveLen(len(first)), "a member is gone or terminating")
+			for _, p := range live {
+				g.Expect(first).To(HaveKey(p.Name))
 				was := first[p.Name]
 				switch p.Name {
 				case "elastic-worker-2", "elastic-worker-3":
