@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -33,9 +34,10 @@ import (
 // free. The admission budget (framework.Session.JobEnqueueable) is not
 // asked: it counts an admitted gang's need until the gang is placed, and
 // the trial placements held below would count a second time. So a gang of
-// the queue admitted earlier, with a lower priority, can still take the
-// freed room first. Preemptors go in the session's job order (PodGroup
-// priority first).
+// the queue admitted in an earlier cycle, before the preemption, with a
+// lower priority, can still hold the queue's budget and take the freed
+// room first (one admitted in the same cycle cannot: see below).
+// Preemptors go in the session's job order (PodGroup priority first).
 //
 // For each, victims are only the jobs of the same queue (queues are not
 // preempted across; reclaiming an overused queue's share is another
@@ -79,6 +81,13 @@ import (
 // does not preempt again for the same gang. (A pod stuck terminating, say
 // behind a finalizer, keeps its room counted as coming, as kube-scheduler
 // does for its nominated nodes.)
+//
+// A preemptor that fits only once such pods leave keeps its room for the
+// rest of the session, as kube-scheduler's nominated pods do: the
+// requests of its trial placement are reserved on its nodes, as far as
+// they are idle now (framework.Session.Reserve), so allocate gives none
+// of that to a gang after it; and a gang enqueue admitted this session
+// that no longer fits is sent back to Pending (revokeAdmissions).
 type Preempt struct{}
 
 // NewPreempt returns the preempt action.
@@ -145,7 +154,16 @@ type preemptPass struct {
 	future *framework.Statement
 	// held are the preemptors' trial placements, discarded at the end;
 	// evictions are the victims' statements, committed at the end.
-	held, evictions []*framework.Statement
+	held      []trialPlacement
+	evictions []*framework.Statement
+}
+
+// trialPlacement is where a preemptor's minimal gang fits once its
+// victims and the terminating pods are gone.
+type trialPlacement struct {
+	job   *api.JobInfo
+	tasks []*api.TaskInfo
+	stmt  *framework.Statement
 }
 
 func (p *preemptPass) preemptFor(job *api.JobInfo) {
@@ -155,7 +173,7 @@ func (p *preemptPass) preemptFor(job *api.JobInfo) {
 		return
 	}
 	if pl, ok := p.place(job, tasks); ok {
-		p.held = append(p.held, pl) // it fits already (or once terminating pods leave)
+		p.held = append(p.held, trialPlacement{job, tasks, pl}) // it fits already (or once terminating pods leave)
 		return
 	}
 	reason := fmt.Sprintf("Preempted by gang %s", job.UID)
@@ -173,7 +191,7 @@ func (p *preemptPass) preemptFor(job *api.JobInfo) {
 	if !ok {
 		return // cannot happen: the same trial fitted in choose
 	}
-	p.held = append(p.held, pl)
+	p.held = append(p.held, trialPlacement{job, tasks, pl})
 	p.evictions = append(p.evictions, ev)
 }
 
@@ -456,14 +474,108 @@ func (p *preemptPass) holdsNodes(job *api.JobInfo) bool {
 }
 
 // finish gives back every trial placement, then commits the evictions and
-// puts the terminating pods back: the session leaves preempt holding
-// exactly what it held before, the victims now Releasing.
+// puts the terminating pods back: the session's nodes hold what they held
+// before, the victims now Releasing. Then it reserves, for each preemptor
+// that cannot be placed yet, the room of its trial placement that is
+// free already (reserve).
 func (p *preemptPass) finish() {
+	trials := make([][]framework.Decision, len(p.held))
 	for i := len(p.held) - 1; i >= 0; i-- {
-		p.held[i].Discard()
+		trials[i] = slices.Clone(p.held[i].stmt.Placements())
+		p.held[i].stmt.Discard()
 	}
 	for _, ev := range p.evictions {
 		ev.Commit()
 	}
 	p.future.Discard()
+
+	var placeable []*framework.Statement
+	var waiting []*api.JobInfo
+	for i, h := range p.held {
+		if pl, ok := p.place(h.job, h.tasks); ok {
+			placeable = append(placeable, pl)
+			continue
+		}
+		p.reserve(trials[i])
+		waiting = append(waiting, h.job)
+	}
+	discardAll(placeable)
+	if len(waiting) > 0 {
+		p.revokeAdmissions(waiting)
+	}
+}
+
+// discardAll discards statements, the last first.
+func discardAll(stmts []*framework.Statement) {
+	for i := len(stmts) - 1; i >= 0; i-- {
+		stmts[i].Discard()
+	}
+}
+
+// revokeAdmissions takes back this session's admissions (enqueue runs
+// before preempt) of the gangs that no longer fit once the room is
+// reserved for the waiting preemptors. Enqueue saw that room free; a gang
+// admitted on it would, once admitted, count against its queue's
+// admission budget (framework.Session.JobEnqueueable) until placed, and
+// could keep the preemptor from being admitted when its victims are gone,
+// and then take the room itself. Gangs are asked in the session's job
+// order, each placed on what the ones before it left, so that two gangs
+// that each fit alone but not together are not both kept; a gang with no
+// pods yet (admitted on its minResources) is kept.
+func (p *preemptPass) revokeAdmissions(waiting []*api.JobInfo) {
+	ssn := p.ssn
+	var admitted []*api.JobInfo
+	for _, id := range ssn.Admitted() {
+		if job := ssn.Jobs[id]; job != nil && !slices.Contains(waiting, job) {
+			admitted = append(admitted, job)
+		}
+	}
+	slices.SortFunc(admitted, ssn.JobCompare)
+	names := make([]string, len(waiting))
+	for i, w := range waiting {
+		names[i] = string(w.UID)
+	}
+	var kept []*framework.Statement
+	for _, job := range admitted {
+		tasks, ok := ssn.MinimalGang(job)
+		if !ok || len(tasks) == 0 {
+			continue
+		}
+		if pl, ok := p.place(job, tasks); ok {
+			kept = append(kept, pl)
+			continue
+		}
+		ssn.RevokeAdmission(job)
+		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, fmt.Sprintf(
+			"the room it would take is kept for %s, which preempted for it and waits for the pods it preempted to terminate",
+			strings.Join(names, ", ")))
+	}
+	discardAll(kept)
+}
+
+// reserve keeps, on each node of a preemptor's trial placement, what its
+// members there request, as far as it is idle now, from every task for
+// the rest of the session (framework.Session.Reserve). Such a preemptor
+// cannot be placed now (some of its room is still held by pods that are
+// leaving), so allocate would otherwise give the room that is free
+// already to a gang after it: a lower-priority gang, or the victim's own
+// member created again; once the pods had left, the preemptor would find
+// too little and evict again, and again. This is kube-scheduler's
+// nominated node, held one session at a time: the next session reserves
+// again while the preemptor still waits.
+func (p *preemptPass) reserve(trial []framework.Decision) {
+	need := map[string]*api.Resource{}
+	var nodes []string
+	for _, d := range trial {
+		r, ok := need[d.Node]
+		if !ok {
+			r = &api.Resource{}
+			need[d.Node] = r
+			nodes = append(nodes, d.Node)
+		}
+		r.Add(&d.Task.Resreq)
+	}
+	for _, name := range nodes {
+		p.ssn.Reserve(p.ssn.Nodes[name], need[name])
+	}
 }

@@ -283,6 +283,9 @@ func TestPreempt(t *testing.T) {
 			if got := evicted(ssn); !maps.EqualFunc(got, tt.want, slices.Equal) {
 				t.Errorf("evicted %v, want %v", got, tt.want)
 			}
+			// What preempt reserves for its preemptor goes back with
+			// the session's holds; the rest is as it was.
+			ssn.ReleaseHolds()
 			if after := nodeState(ssn); !maps.Equal(before, after) {
 				t.Errorf("preempt changed the nodes' accounting:\nbefore %v\nafter  %v", before, after)
 			}
@@ -348,5 +351,122 @@ func TestPreemptDeterministic(t *testing.T) {
 		if !slices.EqualFunc(first, again, func(a, b framework.Eviction) bool { return a.Task.Key() == b.Task.Key() && a.Node == b.Node }) {
 			t.Fatalf("evictions differ between runs")
 		}
+	}
+}
+
+// While its victims terminate, a preemptor's room is kept for it: a gang
+// after it in the session (of lower priority) takes none of what the
+// preemptor counted on, or the preemptor would find too little once the
+// victims are gone and preempt again (as kube-scheduler's nominated pods
+// reserve their room on the node). What the preemptor does not need stays
+// free for the others. (The victim gang's own members are kept off by its
+// preemption mark: framework's preemptedStillHeld.)
+func TestPreemptorKeepsItsRoom(t *testing.T) {
+	gpu := func(name string) *corev1.Node { return st.MakeNode(name).Capacity("16", "64Gi", 4).Obj() }
+	running := func(job, name, node string, gpus int64) *corev1.Pod {
+		return st.MakePod("ns", name).Job(job).Req("1", "1Gi").GPU(gpus).Node(node).Phase(corev1.PodRunning).Obj()
+	}
+	// victim is a pod this scheduler preempted, still terminating.
+	victim := func(job, name, node string, gpus int64) *corev1.Pod {
+		return st.MakePod("ns", name).Job(job).Req("1", "1Gi").GPU(gpus).Node(node).Phase(corev1.PodRunning).
+			PreemptedBy("troupe").Terminating().Obj()
+	}
+	job := func(name string, prio, min int32, phase api.JobPhase) *api.JobInfo {
+		return withPhase(st.MakeJob("ns", name).Priority(prio).MinMember(min).Obj(), phase)
+	}
+	tests := []struct {
+		name  string
+		nodes []*corev1.Node
+		pods  []*corev1.Pod
+		jobs  []*api.JobInfo
+		// want is what the cycle binds, by job; nothing of the preemptor.
+		want map[api.JobID]map[string]string
+		// admitted are the gangs the cycle admits, sorted.
+		admitted []api.JobID
+	}{{
+		// The elastic gang lost its members 2 and 3 to high: 2 is gone,
+		// 3 still terminates.
+		name:  "a lower-priority gang does not take the GPU a gone victim left",
+		nodes: []*corev1.Node{gpu("gpu-0")},
+		pods: slices.Concat(
+			[]*corev1.Pod{
+				running("elastic", "elastic-0", "gpu-0", 1), running("elastic", "elastic-1", "gpu-0", 1),
+				victim("elastic", "elastic-3", "gpu-0", 1),
+			},
+			gpuGang("high", 2, 1), gpuGang("low", 1, 1),
+		),
+		jobs: []*api.JobInfo{job("elastic", 0, 2, api.JobRunning), job("high", 10, 2, api.JobPending), job("low", 0, 1, api.JobInqueue)},
+		want: map[api.JobID]map[string]string{},
+	}, {
+		// Enqueue, before preempt, sees the GPU free and admits low; an
+		// admitted low would count against the queue's budget and keep
+		// high out once the victims are gone.
+		name:  "nor is a gang admitted on that room",
+		nodes: []*corev1.Node{gpu("gpu-0")},
+		pods: slices.Concat(
+			[]*corev1.Pod{
+				running("elastic", "elastic-0", "gpu-0", 1), running("elastic", "elastic-1", "gpu-0", 1),
+				victim("elastic", "elastic-3", "gpu-0", 1),
+			},
+			gpuGang("high", 2, 1), gpuGang("low", 1, 1),
+		),
+		jobs: []*api.JobInfo{job("elastic", 0, 2, api.JobRunning), job("high", 10, 2, api.JobPending), job("low", 0, 1, api.JobPending)},
+		want: map[api.JobID]map[string]string{},
+	}, {
+		// high's master fits the CPU node now; its worker waits for the
+		// GPU node. The master's room is kept too, or low's pod would
+		// take it and high find no room for its master next time.
+		name: "the room on a node that needs no victim is kept as well",
+		nodes: []*corev1.Node{
+			st.MakeNode("cpu").Capacity("4", "16Gi", 0).Label("pool", "cpu").Obj(), gpu("gpu-0"),
+		},
+		pods: slices.Concat(
+			[]*corev1.Pod{
+				st.MakePod("ns", "busy-0").Job("busy").Req("2", "1Gi").Node("cpu").Phase(corev1.PodRunning).Obj(),
+				running("a", "a-0", "gpu-0", 2), victim("gone", "gone-0", "gpu-0", 2),
+			},
+			makeGang("high", 1, func(p *st.PodWrapper) { p.Role("master").Req("2", "1Gi") }),
+			[]*corev1.Pod{st.MakePod("ns", "high-worker-0").Job("high").Role("worker").Req("1", "1Gi").GPU(2).Obj()},
+			makeGang("low", 1, func(p *st.PodWrapper) { p.Req("2", "1Gi").NodeSelector("pool", "cpu") }),
+		),
+		jobs: []*api.JobInfo{
+			job("busy", 0, 1, api.JobRunning), job("a", 0, 1, api.JobRunning), job("gone", 0, 1, api.JobRunning),
+			job("high", 10, 2, api.JobPending), job("low", 0, 1, api.JobInqueue),
+		},
+		want: map[api.JobID]map[string]string{},
+	}, {
+		// high waits for gpu-0 (one GPU idle, one leaving); gpu-1's idle
+		// GPU is not what it counts on.
+		name:  "room the preemptor does not count on stays free",
+		nodes: []*corev1.Node{gpu("gpu-0"), gpu("gpu-1")},
+		pods: slices.Concat(
+			[]*corev1.Pod{
+				running("a", "a-0", "gpu-0", 2), victim("gone", "gone-0", "gpu-0", 1),
+				running("b", "b-0", "gpu-1", 3),
+			},
+			gpuGang("high", 1, 2), gpuGang("low", 1, 1),
+		),
+		jobs: []*api.JobInfo{
+			job("a", 0, 1, api.JobRunning), job("b", 0, 1, api.JobRunning), job("gone", 0, 1, api.JobRunning),
+			job("high", 10, 1, api.JobPending), job("low", 0, 1, api.JobPending),
+		},
+		want:     map[api.JobID]map[string]string{"ns/low": {"low-0": "gpu-1"}},
+		admitted: []api.JobID{"ns/low"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cluster{nodes: tt.nodes, pods: tt.pods, jobs: tt.jobs, queues: []*api.QueueInfo{st.MakeQueue(api.DefaultQueue)}}
+			ssn := run(t, c, plugins.WithQueueShare(), preemptPipeline()...)
+			if got := placed(ssn); !maps.EqualFunc(got, tt.want, maps.Equal) {
+				t.Errorf("bound %v, want %v", got, tt.want)
+			}
+			if got := evicted(ssn); len(got) != 0 {
+				t.Errorf("evicted %v: the room that is leaving was enough", got)
+			}
+			if got := slices.Sorted(slices.Values(ssn.Admitted())); !slices.Equal(got, tt.admitted) {
+				t.Errorf("admitted %v, want %v", got, tt.admitted)
+			}
+			checkInvariants(t, c, ssn.Bindings())
+		})
 	}
 }

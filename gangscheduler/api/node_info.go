@@ -37,7 +37,7 @@ type NodeInfo struct {
 
 	// HeldFor is the gang that holds the node (Hold), "" if none.
 	HeldFor JobID
-	// held is what the hold took of Idle.
+	// held is what Hold and Reserve took of Idle.
 	held Resource
 
 	ports     hostPortSet
@@ -113,14 +113,46 @@ func (n *NodeInfo) Hold(job JobID) {
 	n.HeldFor = job
 	n.touch()
 	n.ownIdleScalars(&n.Idle)
-	n.held = n.Idle.Clone()
-	n.held.Pods = 0
-	n.Idle.Sub(&n.held)
+	take := n.Idle.Clone()
+	take.Pods = 0
+	n.held.Add(&take)
+	n.Idle.Sub(&take)
 }
 
-// Unhold gives back what Hold took.
+// Reserve takes out of Idle, for the rest of the session, what r asks of
+// each resource but pods, as far as it is idle: room kept for a gang
+// that waits for pods to leave the node, so that no other task takes the
+// part that is free already. Unlike Hold, the rest of the node's room
+// stays free, and the node holds for no one (HeldFor is unchanged).
+func (n *NodeInfo) Reserve(r *Resource) {
+	take := Resource{
+		MilliCPU:         idlePart(r.MilliCPU, n.Idle.MilliCPU),
+		Memory:           idlePart(r.Memory, n.Idle.Memory),
+		EphemeralStorage: idlePart(r.EphemeralStorage, n.Idle.EphemeralStorage),
+	}
+	for name, v := range r.Scalars {
+		if part := idlePart(v, n.Idle.Scalar(name)); part > 0 {
+			take.AddScalar(name, part)
+		}
+	}
+	if take.IsZero() {
+		return
+	}
+	n.touch()
+	n.ownIdleScalars(&take)
+	n.held.Add(&take)
+	n.Idle.Sub(&take)
+}
+
+// Reserved reports whether Hold or Reserve took anything of Idle.
+func (n *NodeInfo) Reserved() bool { return !n.held.IsZero() }
+
+// idlePart is how much of want is idle: none of what the node lacks.
+func idlePart(want, idle int64) int64 { return max(min(want, idle), 0) }
+
+// Unhold gives back what Hold and Reserve took.
 func (n *NodeInfo) Unhold() {
-	if n.HeldFor == "" {
+	if n.HeldFor == "" && !n.Reserved() {
 		return
 	}
 	n.Idle.Add(&n.held)

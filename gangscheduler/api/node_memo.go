@@ -239,7 +239,7 @@ func (m *NodeMemo) arena(sorted []*nodeEntry) *nodeArena {
 	}
 	if marked {
 		for i, e := range sorted {
-			if ni := &a.infos[i]; ni.Tasks != nil || ni.HeldFor != "" || ni.Node != e.node {
+			if ni := &a.infos[i]; ni.Tasks != nil || ni.HeldFor != "" || ni.Reserved() || ni.Node != e.node {
 				ni.init(e.node, e.alloc, i, &a.touched)
 			}
 		}

@@ -284,11 +284,12 @@ func TestNodesByLabel(t *testing.T) {
 
 // A hold leaves a node only its pod slots, once; the next snapshot that
 // reuses the node has it empty and unheld again, and lists it among the
-// nodes taken once.
+// nodes taken once. So with a reservation.
 func TestNodeHoldIsMadeOver(t *testing.T) {
 	a, b := st.MakeNode("a").Capacity("8", "8Gi", 4).Obj(), st.MakeNode("b").Capacity("8", "8Gi", 4).Obj()
+	c := st.MakeNode("c").Capacity("8", "8Gi", 4).Obj()
 	snap := memoSnapshots(t)
-	first := snap(a, b)
+	first := snap(a, b, c)
 	na := first.Nodes["a"]
 	if err := na.AddTask(api.NewTaskInfo("", st.MakePod("ns", "p").Req("2", "1Gi").GPU(1).Obj())); err != nil {
 		t.Fatal(err)
@@ -308,13 +309,14 @@ func TestNodeHoldIsMadeOver(t *testing.T) {
 	na.Hold("ns/big")
 	nb := first.Nodes["b"]
 	nb.Hold("ns/big") // a node that took no task
-	if taken := first.NodesTaken(); len(taken) != 2 {
-		t.Errorf("nodes taken = %d, want a and b once each", len(taken))
+	first.Nodes["c"].Reserve(&api.Resource{Scalars: map[corev1.ResourceName]int64{st.GPU: 2}})
+	if taken := first.NodesTaken(); len(taken) != 3 {
+		t.Errorf("nodes taken = %d, want a, b and c once each", len(taken))
 	}
 	first.Release()
 
-	second := snap(a, b)
-	for _, n := range []*api.NodeInfo{second.Nodes["a"], second.Nodes["b"]} {
+	second := snap(a, b, c)
+	for _, n := range []*api.NodeInfo{second.Nodes["a"], second.Nodes["b"], second.Nodes["c"]} {
 		if n.HeldFor != "" || n.Idle.Scalar(st.GPU) != 4 || n.Idle.MilliCPU != 8000 {
 			t.Errorf("reused node %s not made over: held for %q, idle %v", n.Name, n.HeldFor, n.Idle)
 		}

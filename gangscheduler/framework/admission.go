@@ -12,6 +12,13 @@ func (ssn *Session) Admit(job *api.JobInfo) {
 	ssn.admitted[job.UID] = true
 }
 
+// RevokeAdmission takes back this session's admission of job (Admit): it
+// stays Pending, and a later session's enqueue asks again. An admission
+// from an earlier session is not this session's to take back.
+func (ssn *Session) RevokeAdmission(job *api.JobInfo) {
+	delete(ssn.admitted, job.UID)
+}
+
 // IsAdmitted reports whether a job may have tasks allocated: it was admitted
 // before this session (phase Inqueue or later) or by it, or some member
 // is on a node.

@@ -74,18 +74,37 @@ func (ssn *Session) Hold(job *api.JobInfo, nodes []*api.NodeInfo) {
 	}
 }
 
-// ReleaseHolds gives every held node its idle resources back, for what
-// reads the nodes after the decisions (diagnoses): a holder is not short
-// of what it holds, and a gang kept off a held node is told so by its own
-// finding. Holds keeps listing what was held.
+// Reserve keeps r of node's idle room, as far as it is idle, from every
+// task for the rest of the session (api.NodeInfo.Reserve): the room a
+// gang counts on that is free already, while the rest it needs is still
+// leaving. Nothing is written anywhere; the next session reserves again
+// if the gang still waits.
+func (ssn *Session) Reserve(node *api.NodeInfo, r *api.Resource) {
+	node.Reserve(r)
+	ssn.nodeChanged(node)
+	ssn.reserved = append(ssn.reserved, node)
+}
+
+// ReleaseHolds gives every held or reserved node its idle resources back,
+// for what reads the nodes after the decisions (diagnoses): a holder is
+// not short of what it holds, and a gang kept off a held node is told so
+// by its own finding. Holds keeps listing what was held.
 func (ssn *Session) ReleaseHolds() {
 	for _, nodes := range ssn.holds {
 		for _, n := range nodes {
-			if n.HeldFor != "" {
-				n.Unhold()
-				ssn.nodeChanged(n)
-			}
+			ssn.release(n)
 		}
+	}
+	for _, n := range ssn.reserved {
+		ssn.release(n)
+	}
+	ssn.reserved = nil
+}
+
+func (ssn *Session) release(n *api.NodeInfo) {
+	if n.HeldFor != "" || n.Reserved() {
+		n.Unhold()
+		ssn.nodeChanged(n)
 	}
 }
 

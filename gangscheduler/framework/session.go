@@ -51,6 +51,8 @@ type Session struct {
 	topology      map[api.JobID]TopologyOutcome
 	// holds are the nodes each job holds (Hold).
 	holds map[api.JobID][]*api.NodeInfo
+	// reserved are the nodes with room reserved (Reserve).
+	reserved []*api.NodeInfo
 	// honoured maps the pod features plugins honour to the plugin (Honour).
 	honoured map[api.PodFeature]string
 

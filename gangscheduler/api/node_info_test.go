@@ -1,0 +1,78 @@
+package api_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
+)
+
+// Reserve takes what is asked, as far as it is idle, of every resource
+// but pods; reservations and a hold add up; Unhold gives back all of it.
+func TestNodeReserve(t *testing.T) {
+	ask := func(cpu string, gpus int64) *api.Resource {
+		q := resource.MustParse(cpu)
+		return &api.Resource{MilliCPU: q.MilliValue(), Pods: 1, Scalars: map[corev1.ResourceName]int64{st.GPU: gpus}}
+	}
+	tests := []struct {
+		name string
+		// used is what a running pod takes of a node of 8 CPUs and 4 GPUs.
+		usedCPU  string
+		usedGPUs int64
+		reserve  []*api.Resource
+		hold     bool
+		// wantCPU and wantGPUs are what stays idle.
+		wantCPU  int64
+		wantGPUs int64
+	}{{
+		name: "what is asked, when it is idle", usedCPU: "2", usedGPUs: 1,
+		reserve: []*api.Resource{ask("2", 2)}, wantCPU: 4000, wantGPUs: 1,
+	}, {
+		name: "no more than is idle", usedCPU: "2", usedGPUs: 3,
+		reserve: []*api.Resource{ask("1", 2)}, wantCPU: 5000, wantGPUs: 0,
+	}, {
+		name: "none of what an over-committed node lacks", usedCPU: "1", usedGPUs: 5,
+		reserve: []*api.Resource{ask("1", 2)}, wantCPU: 6000, wantGPUs: -1,
+	}, {
+		name: "reservations add up", usedCPU: "2", usedGPUs: 0,
+		reserve: []*api.Resource{ask("1", 1), ask("2", 2)}, wantCPU: 3000, wantGPUs: 1,
+	}, {
+		name: "a hold after a reservation takes the rest", usedCPU: "2", usedGPUs: 1,
+		reserve: []*api.Resource{ask("1", 1)}, hold: true, wantCPU: 0, wantGPUs: 0,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := api.NewNodeInfo(st.MakeNode("n").Capacity("8", "8Gi", 4).Obj())
+			pod := st.MakePod("ns", "p").Req(tt.usedCPU, "1Gi").GPU(tt.usedGPUs).Node("n").Obj()
+			if err := n.AddTask(api.NewTaskInfo("", pod)); err != nil {
+				t.Fatal(err)
+			}
+			before := n.Idle.Clone()
+			for _, r := range tt.reserve {
+				n.Reserve(r)
+			}
+			if tt.hold {
+				n.Hold("ns/big")
+			}
+			if n.Idle.MilliCPU != tt.wantCPU || n.Idle.Scalar(st.GPU) != tt.wantGPUs {
+				t.Errorf("idle %v, want %dm CPU and %d GPUs", n.Idle, tt.wantCPU, tt.wantGPUs)
+			}
+			if n.Idle.Pods != before.Pods || !tt.hold && n.Idle.Memory != before.Memory {
+				t.Errorf("idle %v: pod slots or memory (not asked) changed from %v", n.Idle, before)
+			}
+			if want := tt.hold; (n.HeldFor != "") != want {
+				t.Errorf("held for %q; a reservation holds the node for no one", n.HeldFor)
+			}
+			if !n.Reserved() {
+				t.Error("Reserved() is false after a reservation")
+			}
+			n.Unhold()
+			if !n.Idle.Equal(&before) || n.Reserved() || n.HeldFor != "" {
+				t.Errorf("after Unhold: idle %v, held for %q; want %v as before, nothing held", n.Idle, n.HeldFor, before)
+			}
+		})
+	}
+}
