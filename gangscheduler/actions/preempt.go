@@ -475,9 +475,18 @@ func (p *preemptPass) holdsNodes(job *api.JobInfo) bool {
 
 // finish gives back every trial placement, then commits the evictions and
 // puts the terminating pods back: the session's nodes hold what they held
-// before, the victims now Releasing. Then it reserves, for each preemptor
-// that cannot be placed yet, the room of its trial placement that is
-// free already (reserve).
+// before, the victims now Releasing.
+//
+// Then each preemptor that cannot be placed now (some of its room is
+// still held by pods that are leaving) keeps, for the rest of the
+// session, the room of its trial placement that is free already
+// (framework.Session.Reserve): on each of its nodes what its members
+// there request, as far as it is idle, and in its queue their share.
+// Otherwise allocate would give that room to a gang after it, of lower
+// priority, on the nodes or in the queue's share, and once the pods had
+// left, the preemptor would find too little and evict again. This is
+// kube-scheduler's nominated node, held one session at a time: the next
+// session reserves again while the preemptor still waits.
 func (p *preemptPass) finish() {
 	trials := make([][]framework.Decision, len(p.held))
 	for i := len(p.held) - 1; i >= 0; i-- {
@@ -496,7 +505,7 @@ func (p *preemptPass) finish() {
 			placeable = append(placeable, pl)
 			continue
 		}
-		p.reserve(trials[i])
+		p.ssn.Reserve(trials[i])
 		waiting = append(waiting, h.job)
 	}
 	discardAll(placeable)
@@ -551,31 +560,4 @@ func (p *preemptPass) revokeAdmissions(waiting []*api.JobInfo) {
 			strings.Join(names, ", ")))
 	}
 	discardAll(kept)
-}
-
-// reserve keeps, on each node of a preemptor's trial placement, what its
-// members there request, as far as it is idle now, from every task for
-// the rest of the session (framework.Session.Reserve). Such a preemptor
-// cannot be placed now (some of its room is still held by pods that are
-// leaving), so allocate would otherwise give the room that is free
-// already to a gang after it: a lower-priority gang, or the victim's own
-// member created again; once the pods had left, the preemptor would find
-// too little and evict again, and again. This is kube-scheduler's
-// nominated node, held one session at a time: the next session reserves
-// again while the preemptor still waits.
-func (p *preemptPass) reserve(trial []framework.Decision) {
-	need := map[string]*api.Resource{}
-	var nodes []string
-	for _, d := range trial {
-		r, ok := need[d.Node]
-		if !ok {
-			r = &api.Resource{}
-			need[d.Node] = r
-			nodes = append(nodes, d.Node)
-		}
-		r.Add(&d.Task.Resreq)
-	}
-	for _, name := range nodes {
-		p.ssn.Reserve(p.ssn.Nodes[name], need[name])
-	}
 }

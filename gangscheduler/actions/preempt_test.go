@@ -383,6 +383,8 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 		want map[api.JobID]map[string]string
 		// admitted are the gangs the cycle admits, sorted.
 		admitted []api.JobID
+		// capacity caps the queue's GPUs, if set.
+		capacity int64
 	}{{
 		// The elastic gang lost its members 2 and 3 to high: 2 is gone,
 		// 3 still terminates.
@@ -435,6 +437,25 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 		},
 		want: map[api.JobID]map[string]string{},
 	}, {
+		// high must go to gpu-0 (one GPU idle, one leaving); the queue may
+		// hold 4 GPUs: a's 2 and high's 2 once gone-0 has left. low on
+		// gpu-1 would take the queue's last GPU.
+		name: "nor is the queue's share it counts on, on another node",
+		nodes: []*corev1.Node{
+			st.MakeNode("gpu-0").Capacity("16", "64Gi", 4).Label("pool", "a").Obj(), gpu("gpu-1"),
+		},
+		pods: slices.Concat(
+			[]*corev1.Pod{running("a", "a-0", "gpu-0", 2), victim("gone", "gone-0", "gpu-0", 1)},
+			makeGang("high", 1, func(p *st.PodWrapper) { p.Req("1", "1Gi").GPU(2).NodeSelector("pool", "a") }),
+			gpuGang("low", 1, 1),
+		),
+		jobs: []*api.JobInfo{
+			job("a", 0, 1, api.JobRunning), job("gone", 0, 1, api.JobRunning),
+			job("high", 10, 1, api.JobPending), job("low", 0, 1, api.JobInqueue),
+		},
+		capacity: 4,
+		want:     map[api.JobID]map[string]string{},
+	}, {
 		// high waits for gpu-0 (one GPU idle, one leaving); gpu-1's idle
 		// GPU is not what it counts on.
 		name:  "room the preemptor does not count on stays free",
@@ -455,7 +476,11 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := cluster{nodes: tt.nodes, pods: tt.pods, jobs: tt.jobs, queues: []*api.QueueInfo{st.MakeQueue(api.DefaultQueue)}}
+			def := st.MakeQueue(api.DefaultQueue)
+			if tt.capacity > 0 {
+				def.Capability = api.Resource{Scalars: map[corev1.ResourceName]int64{st.GPU: tt.capacity}}
+			}
+			c := cluster{nodes: tt.nodes, pods: tt.pods, jobs: tt.jobs, queues: []*api.QueueInfo{def}}
 			ssn := run(t, c, plugins.WithQueueShare(), preemptPipeline()...)
 			if got := placed(ssn); !maps.EqualFunc(got, tt.want, maps.Equal) {
 				t.Errorf("bound %v, want %v", got, tt.want)

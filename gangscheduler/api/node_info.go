@@ -120,15 +120,18 @@ func (n *NodeInfo) Hold(job JobID) {
 }
 
 // Reserve takes out of Idle, for the rest of the session, what r asks of
-// each resource but pods, as far as it is idle: room kept for a gang
-// that waits for pods to leave the node, so that no other task takes the
-// part that is free already. Unlike Hold, the rest of the node's room
-// stays free, and the node holds for no one (HeldFor is unchanged).
-func (n *NodeInfo) Reserve(r *Resource) {
+// each resource, pod slots included, as far as it is idle, and returns
+// what it took: room kept for a gang that waits for pods to leave the
+// node, so that no other task takes the part that is free already (its
+// pods will need their slots, as kube-scheduler counts a nominated pod).
+// Unlike Hold, the rest of the node's room stays free, and the node holds
+// for no one (HeldFor is unchanged).
+func (n *NodeInfo) Reserve(r *Resource) Resource {
 	take := Resource{
 		MilliCPU:         idlePart(r.MilliCPU, n.Idle.MilliCPU),
 		Memory:           idlePart(r.Memory, n.Idle.Memory),
 		EphemeralStorage: idlePart(r.EphemeralStorage, n.Idle.EphemeralStorage),
+		Pods:             idlePart(r.Pods, n.Idle.Pods),
 	}
 	for name, v := range r.Scalars {
 		if part := idlePart(v, n.Idle.Scalar(name)); part > 0 {
@@ -136,12 +139,13 @@ func (n *NodeInfo) Reserve(r *Resource) {
 		}
 	}
 	if take.IsZero() {
-		return
+		return take
 	}
 	n.touch()
 	n.ownIdleScalars(&take)
 	n.held.Add(&take)
 	n.Idle.Sub(&take)
+	return take
 }
 
 // Reserved reports whether Hold or Reserve took anything of Idle.

@@ -10,8 +10,9 @@ import (
 	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
 )
 
-// Reserve takes what is asked, as far as it is idle, of every resource
-// but pods; reservations and a hold add up; Unhold gives back all of it.
+// Reserve takes what is asked, as far as it is idle, of every resource,
+// pod slots too; reservations and a hold add up; Unhold gives back all of
+// it.
 func TestNodeReserve(t *testing.T) {
 	ask := func(cpu string, gpus int64) *api.Resource {
 		q := resource.MustParse(cpu)
@@ -60,8 +61,11 @@ func TestNodeReserve(t *testing.T) {
 			if n.Idle.MilliCPU != tt.wantCPU || n.Idle.Scalar(st.GPU) != tt.wantGPUs {
 				t.Errorf("idle %v, want %dm CPU and %d GPUs", n.Idle, tt.wantCPU, tt.wantGPUs)
 			}
-			if n.Idle.Pods != before.Pods || !tt.hold && n.Idle.Memory != before.Memory {
-				t.Errorf("idle %v: pod slots or memory (not asked) changed from %v", n.Idle, before)
+			if want := before.Pods - int64(len(tt.reserve)); n.Idle.Pods != want {
+				t.Errorf("idle %v: %d pod slots, want %d (one per reservation)", n.Idle, n.Idle.Pods, want)
+			}
+			if !tt.hold && n.Idle.Memory != before.Memory {
+				t.Errorf("idle %v: memory (not asked) changed from %v", n.Idle, before)
 			}
 			if want := tt.hold; (n.HeldFor != "") != want {
 				t.Errorf("held for %q; a reservation holds the node for no one", n.HeldFor)

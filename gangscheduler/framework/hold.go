@@ -74,15 +74,29 @@ func (ssn *Session) Hold(job *api.JobInfo, nodes []*api.NodeInfo) {
 	}
 }
 
-// Reserve keeps r of node's idle room, as far as it is idle, from every
-// task for the rest of the session (api.NodeInfo.Reserve): the room a
-// gang counts on that is free already, while the rest it needs is still
-// leaving. Nothing is written anywhere; the next session reserves again
-// if the gang still waits.
-func (ssn *Session) Reserve(node *api.NodeInfo, r *api.Resource) {
-	node.Reserve(r)
-	ssn.nodeChanged(node)
-	ssn.reserved = append(ssn.reserved, node)
+// Reserve keeps, for the rest of the session, the room a gang counts on
+// that is free already while the rest of it is still leaving: on each
+// placement's node, its task's requests as far as they are idle
+// (api.NodeInfo.Reserve), and the same amount in the gang's queue (the
+// event handlers are told of an allocation of it, so that the queue-share
+// plugins count it; the part still held by leaving pods is counted there
+// already, as theirs). No other task is placed on that room. Nothing is
+// written anywhere; the next session reserves again if the gang still
+// waits.
+func (ssn *Session) Reserve(placements []Decision) {
+	for _, d := range placements {
+		node := ssn.Nodes[d.Node]
+		if node == nil {
+			continue
+		}
+		taken := node.Reserve(&d.Task.Resreq)
+		ssn.nodeChanged(node)
+		ssn.reserved = append(ssn.reserved, node)
+		// A stand-in of the task for the handlers, asking what was taken.
+		part := &api.TaskInfo{UID: d.Task.UID, Job: d.Task.Job, Namespace: d.Task.Namespace, Name: d.Task.Name, Resreq: taken}
+		ssn.reservedTasks = append(ssn.reservedTasks, part)
+		ssn.fireAllocate(part)
+	}
 }
 
 // ReleaseHolds gives every held or reserved node its idle resources back,
@@ -98,7 +112,10 @@ func (ssn *Session) ReleaseHolds() {
 	for _, n := range ssn.reserved {
 		ssn.release(n)
 	}
-	ssn.reserved = nil
+	for _, t := range ssn.reservedTasks {
+		ssn.fireDeallocate(t)
+	}
+	ssn.reserved, ssn.reservedTasks = nil, nil
 }
 
 func (ssn *Session) release(n *api.NodeInfo) {

@@ -51,8 +51,10 @@ type Session struct {
 	topology      map[api.JobID]TopologyOutcome
 	// holds are the nodes each job holds (Hold).
 	holds map[api.JobID][]*api.NodeInfo
-	// reserved are the nodes with room reserved (Reserve).
-	reserved []*api.NodeInfo
+	// reserved are the nodes with room reserved (Reserve), and
+	// reservedTasks the tasks it was reserved for.
+	reserved      []*api.NodeInfo
+	reservedTasks []*api.TaskInfo
 	// honoured maps the pod features plugins honour to the plugin (Honour).
 	honoured map[api.PodFeature]string
 
