@@ -33,11 +33,15 @@ import (
 // gang its queue could not hold; enqueue admits it once the room is really
 // free. The admission budget (framework.Session.JobEnqueueable) is not
 // asked: it counts an admitted gang's need until the gang is placed, and
-// the trial placements held below would count a second time. So a gang of
+// the trial placements held below would count a second time. It is asked
+// once, before the trials, with every gang the job may preempt gone: a
+// gang the budget keeps out whatever it preempts (gangs of its queue
+// admitted earlier and not placed hold it) preempts nothing, since it
+// would not be placed once its victims were gone (admissible). A gang of
 // the queue admitted in an earlier cycle, before the preemption, with a
-// lower priority, can still hold the queue's budget and take the freed
-// room first (one admitted in the same cycle cannot: see below).
-// Preemptors go in the session's job order (PodGroup priority first).
+// lower priority, can still take the freed room first (one admitted in
+// the same cycle cannot: see below). Preemptors go in the session's job
+// order (PodGroup priority first).
 //
 // For each, victims are only the jobs of the same queue (queues are not
 // preempted across; reclaiming an overused queue's share is another
@@ -127,7 +131,15 @@ func (p *Preempt) Execute(ssn *framework.Session) {
 		starving = append(starving, job)
 	}
 	slices.SortFunc(starving, ssn.JobCompare)
+	// Before any trial is held: a held trial of an admitted preemptor
+	// would count in its queue twice, as placed and as admitted.
+	var admissible []*api.JobInfo
 	for _, job := range starving {
+		if pass.admissible(job) {
+			admissible = append(admissible, job)
+		}
+	}
+	for _, job := range admissible {
 		pass.preemptFor(job)
 	}
 	pass.finish()
@@ -193,6 +205,26 @@ func (p *preemptPass) preemptFor(job *api.JobInfo) {
 	}
 	p.held = append(p.held, trialPlacement{job, tasks, pl})
 	p.evictions = append(p.evictions, ev)
+}
+
+// admissible says whether job is admitted, or enqueue would admit it as
+// far as its queue's admission budget goes (framework.Session.
+// JobEnqueueable) were every gang it may preempt gone. A gang its queue's
+// budget keeps out whatever it preempts (gangs admitted before it, and
+// not placed, hold the budget) would not be placed once its victims had
+// gone: they would go for nothing, and their gangs take the room back.
+func (p *preemptPass) admissible(job *api.JobInfo) bool {
+	ssn := p.ssn
+	if ssn.IsAdmitted(job) {
+		return true
+	}
+	gone := ssn.Statement()
+	defer gone.Discard()
+	for _, v := range p.victims(job) {
+		v.evict(gone, "")
+	}
+	need := ssn.MinimalNeed(job)
+	return ssn.JobEnqueueable(job, &need) == nil
 }
 
 // victimSets are the lists of victims job may preempt, each in the order

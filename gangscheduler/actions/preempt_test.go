@@ -188,6 +188,22 @@ func TestPreempt(t *testing.T) {
 		jobs: []*api.JobInfo{job("gone", 0, 0, api.JobRunning, 1), job("low", 0, 0, api.JobRunning, 1), job("high", 10, 5, api.JobPending, 1)},
 		want: map[api.JobID][]string{},
 	}, {
+		// high would fit once low is gone, but its queue's admission
+		// budget (8 GPUs: peer's 4 and blocker's 4, admitted and not
+		// placed) keeps it out whatever it preempts.
+		name:  "a gang its queue's admission budget keeps out preempts nothing",
+		nodes: gpuNodes(2),
+		pods: slices.Concat(
+			runningGang("low", 4, "gpu-0"), runningGang("peer", 4, "gpu-1"),
+			makeGang("blocker", 1, func(p *st.PodWrapper) { p.Req("1", "1Gi").GPU(4).NodeSelector("pool", "none") }),
+			gpuGang("high", 1, 4),
+		),
+		jobs: []*api.JobInfo{
+			job("low", 0, 0, api.JobRunning, 1), job("peer", 10, 0, api.JobRunning, 1),
+			job("blocker", 0, 1, api.JobInqueue, 1), job("high", 10, 5, api.JobPending, 1),
+		},
+		want: map[api.JobID][]string{},
+	}, {
 		name:  "a gang that fits already evicts nothing",
 		nodes: gpuNodes(2),
 		pods:  slices.Concat(runningGang("low", 4, "gpu-0"), gpuGang("high", 1, 4)),
