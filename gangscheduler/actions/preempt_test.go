@@ -390,6 +390,15 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 	job := func(name string, prio, min int32, phase api.JobPhase) *api.JobInfo {
 		return withPhase(st.MakeJob("ns", name).Priority(prio).MinMember(min).Obj(), phase)
 	}
+	// An elastic gang lost its members 2 and 3 to high: 2 is gone, 3
+	// still terminates; low asks for the GPU 2 left.
+	elasticLost := slices.Concat(
+		[]*corev1.Pod{
+			running("elastic", "elastic-0", "gpu-0", 1), running("elastic", "elastic-1", "gpu-0", 1),
+			victim("elastic", "elastic-3", "gpu-0", 1),
+		},
+		gpuGang("high", 2, 1), gpuGang("low", 1, 1),
+	)
 	tests := []struct {
 		name  string
 		nodes []*corev1.Node
@@ -402,34 +411,20 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 		// capacity caps the queue's GPUs, if set.
 		capacity int64
 	}{{
-		// The elastic gang lost its members 2 and 3 to high: 2 is gone,
-		// 3 still terminates.
 		name:  "a lower-priority gang does not take the GPU a gone victim left",
 		nodes: []*corev1.Node{gpu("gpu-0")},
-		pods: slices.Concat(
-			[]*corev1.Pod{
-				running("elastic", "elastic-0", "gpu-0", 1), running("elastic", "elastic-1", "gpu-0", 1),
-				victim("elastic", "elastic-3", "gpu-0", 1),
-			},
-			gpuGang("high", 2, 1), gpuGang("low", 1, 1),
-		),
-		jobs: []*api.JobInfo{job("elastic", 0, 2, api.JobRunning), job("high", 10, 2, api.JobPending), job("low", 0, 1, api.JobInqueue)},
-		want: map[api.JobID]map[string]string{},
+		pods:  elasticLost,
+		jobs:  []*api.JobInfo{job("elastic", 0, 2, api.JobRunning), job("high", 10, 2, api.JobPending), job("low", 0, 1, api.JobInqueue)},
+		want:  map[api.JobID]map[string]string{},
 	}, {
 		// Enqueue, before preempt, sees the GPU free and admits low; an
 		// admitted low would count against the queue's budget and keep
 		// high out once the victims are gone.
 		name:  "nor is a gang admitted on that room",
 		nodes: []*corev1.Node{gpu("gpu-0")},
-		pods: slices.Concat(
-			[]*corev1.Pod{
-				running("elastic", "elastic-0", "gpu-0", 1), running("elastic", "elastic-1", "gpu-0", 1),
-				victim("elastic", "elastic-3", "gpu-0", 1),
-			},
-			gpuGang("high", 2, 1), gpuGang("low", 1, 1),
-		),
-		jobs: []*api.JobInfo{job("elastic", 0, 2, api.JobRunning), job("high", 10, 2, api.JobPending), job("low", 0, 1, api.JobPending)},
-		want: map[api.JobID]map[string]string{},
+		pods:  elasticLost,
+		jobs:  []*api.JobInfo{job("elastic", 0, 2, api.JobRunning), job("high", 10, 2, api.JobPending), job("low", 0, 1, api.JobPending)},
+		want:  map[api.JobID]map[string]string{},
 	}, {
 		// high's master fits the CPU node now; its worker waits for the
 		// GPU node. The master's room is kept too, or low's pod would
