@@ -86,12 +86,13 @@ import (
 // behind a finalizer, keeps its room counted as coming, as kube-scheduler
 // does for its nominated nodes.)
 //
-// A preemptor that fits only once such pods leave keeps its room for the
-// rest of the session, as kube-scheduler's nominated pods do: the
-// requests of its trial placement are reserved on its nodes, as far as
-// they are idle now (framework.Session.Reserve), so allocate gives none
-// of that to a gang after it; and a gang enqueue admitted this session
-// that no longer fits is sent back to Pending (revokeAdmissions).
+// A preemptor that fits only once such pods leave (its victims, or pods
+// deleted otherwise) keeps its room for the rest of the session, as
+// kube-scheduler's nominated pods do: the requests of its trial placement
+// are reserved on its nodes, as far as they are idle now, and in its
+// queue's share (framework.Session.Reserve), so allocate gives none of
+// that to a gang after it; and a gang enqueue admitted this session that
+// no longer fits is sent back to Pending (revokeAdmissions).
 type Preempt struct{}
 
 // NewPreempt returns the preempt action.
@@ -588,7 +589,7 @@ func (p *preemptPass) revokeAdmissions(waiting []*api.JobInfo) {
 		}
 		ssn.RevokeAdmission(job)
 		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, fmt.Sprintf(
-			"the room it would take is kept for %s, which preempted for it and waits for the pods it preempted to terminate",
+			"the room it would take is kept for %s, which waits for pods leaving the nodes (preempted, or deleted otherwise) to fit",
 			strings.Join(names, ", ")))
 	}
 	discardAll(kept)
