@@ -196,3 +196,57 @@ func TestJobCompareAgeFallback(t *testing.T) {
 		t.Error("equal age is not broken by name")
 	}
 }
+
+// Reserve takes, on the node, as much of the task's request as is idle,
+// and tells the handlers of an allocation of that amount by a stand-in of
+// the task: of its job (so queue and job shares count it), on no node and
+// with a UID of its own (so the handlers that keep pods by UID and node do
+// not take it for the task). ReleaseHolds gives both back.
+func TestReserveTellsHandlersOfAStandIn(t *testing.T) {
+	snap := st.MustSnapshot(cpuNodes(1, "4"),
+		[]*corev1.Pod{
+			st.MakePod("ns", "busy").Job("other").Req("3", "").Node("n00").Phase(corev1.PodRunning).Obj(),
+			st.MakePod("ns", "p0").Job("j").Req("2", "").Obj(),
+		},
+		[]*api.JobInfo{st.MakeJob("ns", "j").Obj(), st.MakeJob("ns", "other").Obj()})
+	type event struct {
+		sign     string
+		uid      api.TaskID
+		job      api.JobID
+		node     string
+		milliCPU int64
+	}
+	var events []event
+	record := func(sign string) func(*api.TaskInfo) {
+		return func(t *api.TaskInfo) {
+			events = append(events, event{sign, t.UID, t.Job, t.NodeName, t.Resreq.MilliCPU})
+		}
+	}
+	ssn := framework.OpenSession(snap, handlerPlugin{framework.EventHandler{AllocateFunc: record("+"), DeallocateFunc: record("-")}})
+	task := snap.Jobs["ns/j"].PendingTasks()[0]
+	n := snap.NodeList[0]
+
+	ssn.Reserve([]framework.Decision{{Task: task, Node: n.Name}})
+	if n.Idle.MilliCPU != 0 {
+		t.Errorf("idle after the reservation: %dm CPU, want 0 (1 of the 2 asked was idle)", n.Idle.MilliCPU)
+	}
+	ssn.ReleaseHolds()
+	if n.Idle.MilliCPU != 1000 {
+		t.Errorf("idle after ReleaseHolds: %dm CPU, want 1000m", n.Idle.MilliCPU)
+	}
+	if len(events) != 2 {
+		t.Fatalf("events %+v, want an allocation and its undoing", events)
+	}
+	for i, sign := range []string{"+", "-"} {
+		e := events[i]
+		if e.sign != sign || e.job != "ns/j" || e.node != "" || e.milliCPU != 1000 || e.uid == task.UID || e.uid != events[0].uid {
+			t.Errorf("event %d = %+v; want %s of a stand-in of ns/j, on no node, 1000m CPU, a UID not the task's, the same both times", i, e, sign)
+		}
+	}
+}
+
+// handlerPlugin registers one event handler.
+type handlerPlugin struct{ h framework.EventHandler }
+
+func (handlerPlugin) Name() string                           { return "handler" }
+func (p handlerPlugin) OnSessionOpen(ssn *framework.Session) { ssn.AddEventHandler(p.h) }

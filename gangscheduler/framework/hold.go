@@ -92,12 +92,18 @@ func (ssn *Session) Reserve(placements []Decision) {
 		taken := node.Reserve(&d.Task.Resreq)
 		ssn.nodeChanged(node)
 		ssn.reserved = append(ssn.reserved, node)
-		// A stand-in of the task for the handlers, asking what was taken.
-		part := &api.TaskInfo{UID: d.Task.UID, Job: d.Task.Job, Namespace: d.Task.Namespace, Name: d.Task.Name, Resreq: taken}
+		// A stand-in of the task for the handlers, of its job, asking what
+		// was taken, on no node and with a UID of its own: the handlers
+		// that count pods on nodes (spread, affinity, volumes) keep
+		// state by task UID and node, and must not take it for the task.
+		part := &api.TaskInfo{UID: d.Task.UID + reservedSuffix, Job: d.Task.Job, Namespace: d.Task.Namespace, Name: d.Task.Name, Resreq: taken}
 		ssn.reservedTasks = append(ssn.reservedTasks, part)
 		ssn.fireAllocate(part)
 	}
 }
+
+// reservedSuffix makes the UID of a reservation's stand-in task.
+const reservedSuffix = "/reserved"
 
 // ReleaseHolds gives every held or reserved node its idle resources back,
 // for what reads the nodes after the decisions (diagnoses): a holder is
