@@ -87,12 +87,13 @@ import (
 // does for its nominated nodes.)
 //
 // A preemptor that fits only once such pods leave (its victims, or pods
-// deleted otherwise) keeps its room for the rest of the session, as
-// kube-scheduler's nominated pods do: the requests of its trial placement
-// are reserved on its nodes, as far as they are idle now, and in its
-// queue's share (framework.Session.Reserve), so allocate gives none of
-// that to a gang after it; and a gang enqueue admitted this session that
-// no longer fits is sent back to Pending (revokeAdmissions).
+// deleted otherwise), or that fits now but is not admitted, keeps its room
+// for the rest of the session, as kube-scheduler's nominated pods do: the
+// requests of its placement are reserved on its nodes, as far as they are
+// idle now, and in its queue's share (framework.Session.Reserve), so
+// allocate gives none of that to a gang after it; and an admitted gang
+// with no member on a node that fitted before and no longer does gives its
+// admission back (revokeAdmissions).
 type Preempt struct{}
 
 // NewPreempt returns the preempt action.
@@ -510,14 +511,17 @@ func (p *preemptPass) holdsNodes(job *api.JobInfo) bool {
 // puts the terminating pods back: the session's nodes hold what they held
 // before, the victims now Releasing.
 //
-// Then each preemptor that cannot be placed now (some of its room is
-// still held by pods that are leaving) keeps, for the rest of the
-// session, the room of its trial placement that is free already
-// (framework.Session.Reserve): on each of its nodes what its members
-// there request, as far as it is idle, and in its queue their share.
-// Otherwise allocate would give that room to a gang after it, of lower
-// priority, on the nodes or in the queue's share, and once the pods had
-// left, the preemptor would find too little and evict again. This is
+// Then each preemptor that allocate will not place in this session keeps,
+// for the rest of it, the room it counts on (framework.Session.Reserve):
+// one that cannot be placed now (some of its room is still held by pods
+// that are leaving) keeps the room of its trial placement that is free
+// already, and one that can but is not admitted (its queue's admission
+// budget is held by gangs admitted and not placed) keeps the room it fits
+// now, until a later session admits it. Reserved is, on each of its
+// nodes, what its members there request, as far as it is idle, and in its
+// queue their share. Otherwise allocate would give that room to a gang
+// after it, of lower priority, on the nodes or in the queue's share, and
+// the preemptor would find too little and evict again. This is
 // kube-scheduler's nominated node, held one session at a time: the next
 // session reserves again while the preemptor still waits.
 func (p *preemptPass) finish() {
@@ -533,18 +537,33 @@ func (p *preemptPass) finish() {
 
 	var placeable []*framework.Statement
 	var waiting []*api.JobInfo
+	var competing []*api.JobInfo
+	var fitBefore map[*api.JobInfo]bool
 	for i, h := range p.held {
-		if pl, ok := p.place(h.job, h.tasks); ok {
-			placeable = append(placeable, pl)
-			continue
+		room := trials[i]
+		admitted := p.ssn.MayAllocate(h.job) // before a placement makes it look admitted
+		pl, ok := p.place(h.job, h.tasks)
+		if ok {
+			if admitted {
+				placeable = append(placeable, pl)
+				continue
+			}
+			room = slices.Clone(pl.Placements())
+			pl.Discard()
 		}
-		p.ssn.Reserve(trials[i])
+		if waiting == nil {
+			// Before the first reservation: which of the gangs that
+			// could take the room fit without it.
+			competing = p.competing()
+			fitBefore = p.fitting(competing)
+		}
+		p.ssn.Reserve(room)
 		waiting = append(waiting, h.job)
 	}
-	discardAll(placeable)
 	if len(waiting) > 0 {
-		p.revokeAdmissions(waiting)
+		p.revokeAdmissions(waiting, competing, fitBefore)
 	}
+	discardAll(placeable)
 }
 
 // discardAll discards statements, the last first.
@@ -554,43 +573,71 @@ func discardAll(stmts []*framework.Statement) {
 	}
 }
 
-// revokeAdmissions takes back this session's admissions (enqueue runs
-// before preempt) of the gangs that no longer fit once the room is
-// reserved for the waiting preemptors. Enqueue saw that room free; a gang
-// admitted on it would, once admitted, count against its queue's
-// admission budget (framework.Session.JobEnqueueable) until placed, and
-// could keep the preemptor from being admitted when its victims are gone,
-// and then take the room itself. Gangs are asked in the session's job
-// order, each placed on what the ones before it left, so that two gangs
-// that each fit alone but not together are not both kept; a gang with no
-// pods yet (admitted on its minResources) is kept.
-func (p *preemptPass) revokeAdmissions(waiting []*api.JobInfo) {
+// competing lists the gangs that could take a waiting preemptor's room in
+// allocate, bar the preemptors: admitted (this session or before), with
+// pods pending and none on a node, in the session's job order.
+func (p *preemptPass) competing() []*api.JobInfo {
 	ssn := p.ssn
-	var admitted []*api.JobInfo
-	for _, id := range ssn.Admitted() {
-		if job := ssn.Jobs[id]; job != nil && !slices.Contains(waiting, job) {
-			admitted = append(admitted, job)
+	var out []*api.JobInfo
+	for _, job := range ssn.Jobs {
+		if !ssn.IsAdmitted(job) || !job.HasPendingTasks() || p.isPreemptor(job) || job.OccupiesNodes() {
+			continue
 		}
+		out = append(out, job)
 	}
-	slices.SortFunc(admitted, ssn.JobCompare)
-	names := make([]string, len(waiting))
-	for i, w := range waiting {
-		names[i] = string(w.UID)
-	}
+	slices.SortFunc(out, ssn.JobCompare)
+	return out
+}
+
+func (p *preemptPass) isPreemptor(job *api.JobInfo) bool {
+	return slices.ContainsFunc(p.held, func(h trialPlacement) bool { return h.job == job })
+}
+
+// fitting reports which of jobs can be placed now, each on what the ones
+// before it left, so that two gangs that each fit alone but not together
+// are not both counted. It leaves no trace in the session.
+func (p *preemptPass) fitting(jobs []*api.JobInfo) map[*api.JobInfo]bool {
+	fit := map[*api.JobInfo]bool{}
 	var kept []*framework.Statement
-	for _, job := range admitted {
-		tasks, ok := ssn.MinimalGang(job)
+	for _, job := range jobs {
+		tasks, ok := p.ssn.MinimalGang(job)
 		if !ok || len(tasks) == 0 {
 			continue
 		}
 		if pl, ok := p.place(job, tasks); ok {
 			kept = append(kept, pl)
+			fit[job] = true
+		}
+	}
+	discardAll(kept)
+	return fit
+}
+
+// revokeAdmissions takes back the admissions of the competing gangs that
+// fitted before the room was reserved for the waiting preemptors and no
+// longer fit: this session's (enqueue runs before preempt and saw the
+// room free) and earlier ones (a gang admitted before its pods existed,
+// say, on no room at all). An admitted gang counts against its queue's
+// admission budget (framework.Session.JobEnqueueable) until placed: it
+// could keep the preemptor from being admitted, and then take the room
+// itself. A gang with no member on a node gives its admission back at no
+// cost, and a later session's enqueue admits it again once it fits. A gang
+// that did not fit anyway, or that has no pods yet (admitted on its
+// minResources), is left alone.
+func (p *preemptPass) revokeAdmissions(waiting, competing []*api.JobInfo, fitBefore map[*api.JobInfo]bool) {
+	ssn := p.ssn
+	fitAfter := p.fitting(competing)
+	names := make([]string, len(waiting))
+	for i, w := range waiting {
+		names[i] = string(w.UID)
+	}
+	for _, job := range competing {
+		if !fitBefore[job] || fitAfter[job] {
 			continue
 		}
 		ssn.RevokeAdmission(job)
 		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, fmt.Sprintf(
-			"the room it would take is kept for %s, which waits for pods leaving the nodes (preempted, or deleted otherwise) to fit",
+			"the room it would take is kept for %s, which waits for it (for pods leaving the nodes, preempted or deleted otherwise, or for its admission)",
 			strings.Join(names, ", ")))
 	}
-	discardAll(kept)
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -406,16 +407,43 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 		jobs  []*api.JobInfo
 		// want is what the cycle binds, by job; nothing of the preemptor.
 		want map[api.JobID]map[string]string
-		// admitted are the gangs the cycle admits, sorted.
-		admitted []api.JobID
+		// admitted are the gangs the cycle admits, sorted; revoked the
+		// gangs whose earlier admission it takes back.
+		admitted, revoked []api.JobID
 		// capacity caps the queue's GPUs, if set.
 		capacity int64
 	}{{
-		name:  "a lower-priority gang does not take the GPU a gone victim left",
+		// low, admitted earlier, would fit the GPU: it gives its
+		// admission back, or it would hold the queue's budget high needs
+		// once its victims are gone.
+		name:    "a lower-priority gang does not take the GPU a gone victim left",
+		nodes:   []*corev1.Node{gpu("gpu-0")},
+		pods:    elasticLost,
+		jobs:    []*api.JobInfo{job("elastic", 0, 2, api.JobRunning), job("high", 10, 2, api.JobPending), job("low", 0, 1, api.JobInqueue)},
+		want:    map[api.JobID]map[string]string{},
+		revoked: []api.JobID{"ns/low"},
+	}, {
+		// low needs 2 GPUs: it did not fit before the reservation either,
+		// and keeps its admission (its own finding says why it waits).
+		name:  "a gang admitted earlier that does not fit anyway keeps its admission",
 		nodes: []*corev1.Node{gpu("gpu-0")},
-		pods:  elasticLost,
-		jobs:  []*api.JobInfo{job("elastic", 0, 2, api.JobRunning), job("high", 10, 2, api.JobPending), job("low", 0, 1, api.JobInqueue)},
-		want:  map[api.JobID]map[string]string{},
+		pods: slices.Concat(elasticLost[:3], gpuGang("high", 2, 1),
+			makeGang("low", 1, func(p *st.PodWrapper) { p.Req("1", "1Gi").GPU(2) })),
+		jobs: []*api.JobInfo{job("elastic", 0, 2, api.JobRunning), job("high", 10, 2, api.JobPending), job("low", 0, 1, api.JobInqueue)},
+		want: map[api.JobID]map[string]string{},
+	}, {
+		// Both victims are gone, and high fits; but low, admitted earlier
+		// and not placed, holds the queue's admission budget (4 GPUs:
+		// elastic's 2, low's 1 and high's 2 are too many), so enqueue did
+		// not admit high. high keeps the room it fits, and low gives its
+		// admission back: the next cycle admits high (TestPreemptorNot
+		// AdmittedGetsItsRoom).
+		name:    "a preemptor that fits but is not admitted keeps its room",
+		nodes:   []*corev1.Node{gpu("gpu-0")},
+		pods:    slices.Concat(elasticLost[:2], gpuGang("high", 2, 1), gpuGang("low", 1, 1)),
+		jobs:    []*api.JobInfo{job("elastic", 0, 2, api.JobRunning), job("high", 10, 2, api.JobPending), job("low", 0, 1, api.JobInqueue)},
+		want:    map[api.JobID]map[string]string{},
+		revoked: []api.JobID{"ns/low"},
 	}, {
 		// Enqueue, before preempt, sees the GPU free and admits low; an
 		// admitted low would count against the queue's budget and keep
@@ -446,7 +474,8 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 			job("busy", 0, 1, api.JobRunning), job("a", 0, 1, api.JobRunning), job("gone", 0, 1, api.JobRunning),
 			job("high", 10, 2, api.JobPending), job("low", 0, 1, api.JobInqueue),
 		},
-		want: map[api.JobID]map[string]string{},
+		want:    map[api.JobID]map[string]string{},
+		revoked: []api.JobID{"ns/low"},
 	}, {
 		// high must go to gpu-0 (one GPU idle, one leaving); the queue may
 		// hold 4 GPUs: a's 2 and high's 2 once gone-0 has left. low on
@@ -466,6 +495,7 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 		},
 		capacity: 4,
 		want:     map[api.JobID]map[string]string{},
+		revoked:  []api.JobID{"ns/low"},
 	}, {
 		// high waits for gpu-0 (one GPU idle, one leaving); gpu-1's idle
 		// GPU is not what it counts on.
@@ -502,7 +532,50 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 			if got := slices.Sorted(slices.Values(ssn.Admitted())); !slices.Equal(got, tt.admitted) {
 				t.Errorf("admitted %v, want %v", got, tt.admitted)
 			}
+			if got := ssn.Revoked(); !slices.Equal(got, tt.revoked) {
+				t.Errorf("revoked %v, want %v", got, tt.revoked)
+			}
 			checkInvariants(t, c, ssn.Bindings())
 		})
 	}
+}
+
+// A preemptor whose victims are gone but whose queue's admission budget
+// is held by a lower-priority gang admitted earlier and not placed: the
+// gang gives its admission back while the preemptor keeps its room, and
+// the next cycle admits and binds the preemptor. Before, the gang took
+// the room, and the preemptor evicted again.
+func TestPreemptorNotAdmittedGetsItsRoom(t *testing.T) {
+	node := st.MakeNode("gpu-0").Capacity("16", "64Gi", 4).Obj()
+	pods := slices.Concat(runningGang("elastic", 1, "gpu-0", "gpu-0"), gpuGang("high", 2, 1), gpuGang("low", 1, 1))
+	jobs := func(low api.JobPhase) []*api.JobInfo {
+		return []*api.JobInfo{
+			withPhase(st.MakeJob("ns", "elastic").MinMember(2).Obj(), api.JobRunning),
+			withPhase(st.MakeJob("ns", "high").Priority(10).MinMember(2).Obj(), api.JobPending),
+			withPhase(st.MakeJob("ns", "low").MinMember(1).Obj(), low),
+		}
+	}
+	c := cluster{nodes: []*corev1.Node{node}, pods: pods, jobs: jobs(api.JobInqueue)}
+	ssn := run(t, c, plugins.WithQueueShare(), preemptPipeline()...)
+	if got := placed(ssn); len(got) != 0 {
+		t.Fatalf("first cycle bound %v, want nothing: the room is high's", got)
+	}
+	if got := ssn.Revoked(); !slices.Equal(got, []api.JobID{"ns/low"}) {
+		t.Fatalf("first cycle revoked %v, want [ns/low]", got)
+	}
+	f, ok := ssn.Unschedulable()["ns/low"]
+	if want := "the room it would take is kept for ns/high"; !ok || !strings.Contains(f.Message, want) {
+		t.Errorf("low's finding %q, want it to say %q", f.Message, want)
+	}
+
+	c.jobs = jobs(api.JobPending) // the commit wrote low Pending
+	ssn = run(t, c, plugins.WithQueueShare(), preemptPipeline()...)
+	want := map[api.JobID]map[string]string{"ns/high": {"high-0": "gpu-0", "high-1": "gpu-0"}}
+	if got := placed(ssn); !maps.EqualFunc(got, want, maps.Equal) {
+		t.Errorf("second cycle bound %v, want %v", got, want)
+	}
+	if got := evicted(ssn); len(got) != 0 {
+		t.Errorf("second cycle evicted %v", got)
+	}
+	checkInvariants(t, c, ssn.Bindings())
 }

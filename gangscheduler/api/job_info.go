@@ -234,6 +234,18 @@ func (j *JobInfo) HoldsNodes() bool {
 	return false
 }
 
+// OccupiesNodes reports whether some task of the gang takes room on a node
+// (TaskStatus.OccupiesNode): this session's placements and leaving pods
+// included.
+func (j *JobInfo) OccupiesNodes() bool {
+	for _, t := range j.Tasks {
+		if t.Status.OccupiesNode() {
+			return true
+		}
+	}
+	return false
+}
+
 // Partial reports whether some members of the gang hold nodes but the gang
 // is not whole: the state all-or-nothing forbids to last. A commit that
 // lost some of its binds, a scheduler killed in the middle of one, a

@@ -594,21 +594,24 @@ plugins:
 		}).Should(Succeed())
 	})
 
-	It("keeps a preemptor's room while a victim still terminates: a lower-priority gang does not take what the victim gone left", func() {
-		high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 1000}
-		create(high)
-		DeferCleanup(func() { Expect(suite.Client.Delete(ctx, high)).To(Succeed()) })
-		gpuNode := nodeName("gpu")
-		nodes(testutil.MakeNode(gpuNode).Capacity("16", "64Gi").GPU(4).Obj())
-		member := func(name, group string) client.Object {
-			return testutil.MakeGangPod(name, ns).Group(group).Request(corev1.ResourceCPU, "1").GPU(1).Obj()
+	Context("while a preemptor waits for room", func() {
+		var high *schedulingv1.PriorityClass
+		var gpuNode, config string
+		member := func(name, group string, gpus int) client.Object {
+			return testutil.MakeGangPod(name, ns).Group(group).Request(corev1.ResourceCPU, "1").GPU(gpus).Obj()
 		}
-		config := filepath.Join(GinkgoT().TempDir(), "scheduler.yaml")
-		// The reservation plugin lets a gang that has waited hold whole
-		// nodes, which would keep the room too once high has waited 5 s;
-		// it waits an hour here, so that what keeps it is preempt's own
-		// reservation, from the first cycle.
-		Expect(os.WriteFile(config, []byte(`actions: [enqueue, preempt, allocate, backfill]
+		BeforeEach(func() {
+			high = &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 1000}
+			create(high)
+			DeferCleanup(func() { Expect(suite.Client.Delete(ctx, high)).To(Succeed()) })
+			gpuNode = nodeName("gpu")
+			nodes(testutil.MakeNode(gpuNode).Capacity("16", "64Gi").GPU(4).Obj())
+			config = filepath.Join(GinkgoT().TempDir(), "scheduler.yaml")
+			// The reservation plugin lets a gang that has waited hold whole
+			// nodes, which would keep the room too once high has waited 5 s;
+			// it waits an hour here, so that what keeps it is preempt's own
+			// reservation, from the first cycle.
+			Expect(os.WriteFile(config, []byte(`actions: [enqueue, preempt, allocate, backfill]
 plugins:
 - name: priority
 - name: gang
@@ -618,60 +621,118 @@ plugins:
 - name: reservation
   arguments: {after: 1h}
 `), 0o600)).To(Succeed())
-		preemptionsBefore := counter("troupe_scheduler_preemptions_total", nil)
+		})
 
-		By("an elastic gang of 4, minMember 2, takes the node's 4 GPUs")
-		create(testutil.MakePodGroup("elastic", ns).MinMember(2).Obj())
-		create(member("elastic-0", "elastic"), member("elastic-1", "elastic"), member("elastic-2", "elastic"), member("elastic-3", "elastic"))
-		start([]string{"--config=" + config})
-		Eventually(func(g Gomega) {
-			for _, p := range []string{"elastic-0", "elastic-1", "elastic-2", "elastic-3"} {
-				g.Expect(placement(g)).To(HaveKeyWithValue(p, gpuNode))
+		It("keeps a preemptor's room while a victim still terminates: a lower-priority gang does not take what the victim gone left", func() {
+			preemptionsBefore := counter("troupe_scheduler_preemptions_total", nil)
+
+			By("an elastic gang of 4, minMember 2, takes the node's 4 GPUs")
+			create(testutil.MakePodGroup("elastic", ns).MinMember(2).Obj())
+			create(member("elastic-0", "elastic", 1), member("elastic-1", "elastic", 1), member("elastic-2", "elastic", 1), member("elastic-3", "elastic", 1))
+			start([]string{"--config=" + config})
+			Eventually(func(g Gomega) {
+				for _, p := range []string{"elastic-0", "elastic-1", "elastic-2", "elastic-3"} {
+					g.Expect(placement(g)).To(HaveKeyWithValue(p, gpuNode))
+				}
+			}).Should(Succeed())
+
+			By("a gang of 2 of higher priority: the 2 members above the minimum are preempted")
+			// Pods first: a PodGroup seen without pods and without
+			// minResources would be admitted on them, and an admitted high
+			// would keep the room by the queue's admission budget instead.
+			create(member("high-0", "high", 1), member("high-1", "high", 1))
+			create(testutil.MakePodGroup("high", ns).MinMember(2).PriorityClass(high.Name).Obj())
+			Eventually(func(g Gomega) {
+				g.Expect(getPod(g, "elastic-2").DeletionTimestamp).NotTo(BeNil())
+				g.Expect(getPod(g, "elastic-3").DeletionTimestamp).NotTo(BeNil())
+			}).Should(Succeed())
+
+			By("one victim is gone, the other still terminates; a gang of 1 GPU and no priority arrives")
+			Expect(suite.Client.Delete(ctx, getPod(Default, "elastic-2"), client.GracePeriodSeconds(0))).To(Succeed())
+			Eventually(func(g Gomega) { g.Expect(placement(g)).NotTo(HaveKey("elastic-2")) }).Should(Succeed())
+			// other's PodGroup first: with no pods and no minResources, it is
+			// admitted on nothing, as a controller that waits for Inqueue
+			// before creating its pods would have it.
+			create(testutil.MakePodGroup("other", ns).MinMember(1).Obj())
+			Eventually(func(g Gomega) {
+				g.Expect(getPodGroup(g, "other").Status.Phase).To(Equal(schedulingv1alpha1.PodGroupInqueue))
+			}).Should(Succeed())
+			create(member("other-0", "other", 1))
+			// Without the reservation, the GPU elastic-2 left is idle and
+			// other takes it; high then finds one GPU once elastic-3 is gone,
+			// and preempts again.
+			waitCycles(3)
+			Expect(placement(Default)).To(And(HaveKeyWithValue("other-0", ""), HaveKeyWithValue("high-0", ""), HaveKeyWithValue("high-1", "")),
+				"the room freed for high went to another gang, or high bound before its victims were gone")
+			// Nor does other keep its admission: an admitted other would count
+			// against the queue's budget and keep high from being admitted
+			// once elastic-3 is gone, and then take the room.
+			Eventually(func(g Gomega) {
+				pg := getPodGroup(g, "other")
+				g.Expect(pg.Status.Phase).To(Equal(schedulingv1alpha1.PodGroupPending))
+				c := meta.FindStatusCondition(pg.Status.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Message).To(ContainSubstring("the room it would take is kept for " + ns + "/high"))
+			}).Should(Succeed())
+
+			By("the last victim goes: high binds whole, and nothing more was preempted")
+			Expect(suite.Client.Delete(ctx, getPod(Default, "elastic-3"), client.GracePeriodSeconds(0))).To(Succeed())
+			Eventually(func(g Gomega) {
+				got := placement(g)
+				g.Expect(got).To(And(HaveKeyWithValue("high-0", gpuNode), HaveKeyWithValue("high-1", gpuNode)))
+			}).Should(Succeed())
+			waitCycles(2)
+			got := placement(Default)
+			Expect(got).To(And(HaveKeyWithValue("elastic-0", gpuNode), HaveKeyWithValue("elastic-1", gpuNode), HaveKeyWithValue("other-0", "")))
+			Expect(counter("troupe_scheduler_preemptions_total", nil)).To(Equal(preemptionsBefore+1), "one victim gang, preempted once")
+		})
+
+		It("keeps the room of a preemptor its queue's budget keeps out once its victim is gone: the gang admitted earlier that holds the budget gives it back", func() {
+			preemptionsBefore := counter("troupe_scheduler_preemptions_total", nil)
+
+			By("an elastic gang of 3, minMember 2, takes 3 of the node's 4 GPUs")
+			create(testutil.MakePodGroup("elastic", ns).MinMember(2).Obj())
+			create(member("elastic-0", "elastic", 1), member("elastic-1", "elastic", 1), member("elastic-2", "elastic", 1))
+			start([]string{"--config=" + config})
+			Eventually(func(g Gomega) {
+				for _, p := range []string{"elastic-0", "elastic-1", "elastic-2"} {
+					g.Expect(placement(g)).To(HaveKeyWithValue(p, gpuNode))
+				}
+			}).Should(Succeed())
+
+			By("a gang of 2 GPUs of higher priority: the member above the minimum is preempted")
+			create(member("high-0", "high", 1), member("high-1", "high", 1))
+			create(testutil.MakePodGroup("high", ns).MinMember(2).PriorityClass(high.Name).Obj())
+			Eventually(func(g Gomega) { g.Expect(getPod(g, "elastic-2").DeletionTimestamp).NotTo(BeNil()) }).Should(Succeed())
+
+			By("a gang admitted before its pods exist asks 2 GPUs: it does not fit while the victim terminates, and keeps its admission")
+			create(testutil.MakePodGroup("other", ns).MinMember(1).Obj())
+			Eventually(func(g Gomega) {
+				g.Expect(getPodGroup(g, "other").Status.Phase).To(Equal(schedulingv1alpha1.PodGroupInqueue))
+			}).Should(Succeed())
+			create(member("other-0", "other", 2))
+			waitCycles(3)
+			Expect(getPodGroup(Default, "other").Status.Phase).To(Equal(schedulingv1alpha1.PodGroupInqueue))
+
+			// Now high fits, but other's admission holds the queue's
+			// budget (4 GPUs: elastic's 2, other's 2 and high's 2 are too
+			// many), so high is not admitted. Without its room kept, other
+			// takes the 2 GPUs, and high preempts again.
+			By("the victim goes: other gives its admission back, and high is admitted and binds")
+			Expect(suite.Client.Delete(ctx, getPod(Default, "elastic-2"), client.GracePeriodSeconds(0))).To(Succeed())
+			Eventually(func(g Gomega) {
+				got := placement(g)
+				g.Expect(got).To(And(HaveKeyWithValue("high-0", gpuNode), HaveKeyWithValue("high-1", gpuNode)))
+				g.Expect(getPodGroup(g, "high").Status.Phase).To(Equal(schedulingv1alpha1.PodGroupRunning))
+			}).Should(Succeed())
+			waitCycles(2)
+			Expect(placement(Default)).To(HaveKeyWithValue("other-0", ""))
+			Expect(getPodGroup(Default, "other").Status.Phase).To(Equal(schedulingv1alpha1.PodGroupPending))
+			for _, name := range []string{"elastic-0", "elastic-1"} {
+				Expect(getPod(Default, name).DeletionTimestamp).To(BeNil(), name)
 			}
-		}).Should(Succeed())
-
-		By("a gang of 2 of higher priority: the 2 members above the minimum are preempted")
-		// Pods first: a PodGroup seen without pods and without
-		// minResources would be admitted on them, and an admitted high
-		// would keep the room by the queue's admission budget instead.
-		create(member("high-0", "high"), member("high-1", "high"))
-		create(testutil.MakePodGroup("high", ns).MinMember(2).PriorityClass(high.Name).Obj())
-		Eventually(func(g Gomega) {
-			g.Expect(getPod(g, "elastic-2").DeletionTimestamp).NotTo(BeNil())
-			g.Expect(getPod(g, "elastic-3").DeletionTimestamp).NotTo(BeNil())
-		}).Should(Succeed())
-
-		By("one victim is gone, the other still terminates; a gang of 1 GPU and no priority arrives")
-		Expect(suite.Client.Delete(ctx, getPod(Default, "elastic-2"), client.GracePeriodSeconds(0))).To(Succeed())
-		Eventually(func(g Gomega) { g.Expect(placement(g)).NotTo(HaveKey("elastic-2")) }).Should(Succeed())
-		create(testutil.MakePodGroup("other", ns).MinMember(1).Obj())
-		create(member("other-0", "other"))
-		// Without the reservation, the GPU elastic-2 left is idle and
-		// other takes it; high then finds one GPU once elastic-3 is gone,
-		// and preempts again.
-		waitCycles(3)
-		Expect(placement(Default)).To(And(HaveKeyWithValue("other-0", ""), HaveKeyWithValue("high-0", ""), HaveKeyWithValue("high-1", "")),
-			"the room freed for high went to another gang, or high bound before its victims were gone")
-		// Nor is other admitted on it: an admitted other would count
-		// against the queue's budget and keep high from being admitted.
-		Eventually(func(g Gomega) {
-			pg := getPodGroup(g, "other")
-			g.Expect(pg.Status.Phase).To(Equal(schedulingv1alpha1.PodGroupPending))
-			c := meta.FindStatusCondition(pg.Status.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Message).To(ContainSubstring("the room it would take is kept for " + ns + "/high"))
-		}).Should(Succeed())
-
-		By("the last victim goes: high binds whole, and nothing more was preempted")
-		Expect(suite.Client.Delete(ctx, getPod(Default, "elastic-3"), client.GracePeriodSeconds(0))).To(Succeed())
-		Eventually(func(g Gomega) {
-			got := placement(g)
-			g.Expect(got).To(And(HaveKeyWithValue("high-0", gpuNode), HaveKeyWithValue("high-1", gpuNode)))
-		}).Should(Succeed())
-		waitCycles(2)
-		got := placement(Default)
-		Expect(got).To(And(HaveKeyWithValue("elastic-0", gpuNode), HaveKeyWithValue("elastic-1", gpuNode), HaveKeyWithValue("other-0", "")))
-		Expect(counter("troupe_scheduler_preemptions_total", nil)).To(Equal(preemptionsBefore+1), "one victim gang, preempted once")
+			Expect(counter("troupe_scheduler_preemptions_total", nil)).To(Equal(preemptionsBefore+1), "one victim gang, preempted once")
+		})
 	})
 
 	It("leaves other schedulers' pods alone but counts them, terminating ones too, against their nodes", func() {

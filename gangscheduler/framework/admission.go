@@ -1,6 +1,11 @@
 package framework
 
-import "github.com/troupe-ml/troupe/gangscheduler/api"
+import (
+	"maps"
+	"slices"
+
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+)
 
 // Admit records that the enqueue action admitted a Pending job: the cache
 // writes its PodGroup as Inqueue at commit, and later actions treat it as
@@ -10,18 +15,28 @@ func (ssn *Session) Admit(job *api.JobInfo) {
 		ssn.admitted = map[api.JobID]bool{}
 	}
 	ssn.admitted[job.UID] = true
+	delete(ssn.revoked, job.UID)
 }
 
-// RevokeAdmission takes back this session's admission of job (Admit): it
-// stays Pending, and a later session's enqueue asks again. An admission
-// from an earlier session is not this session's to take back.
+// RevokeAdmission takes back job's admission, this session's (Admit) or an
+// earlier one's (phase Inqueue), for a job none of whose members is on a
+// node (one that is was admitted by whoever put it there; see
+// IsAdmitted): it is not admitted for the rest of the session, its
+// PodGroup is written Pending (Revoked), and a later session's enqueue
+// asks again.
 func (ssn *Session) RevokeAdmission(job *api.JobInfo) {
 	delete(ssn.admitted, job.UID)
+	if job.Phase == api.JobInqueue {
+		if ssn.revoked == nil {
+			ssn.revoked = map[api.JobID]bool{}
+		}
+		ssn.revoked[job.UID] = true
+	}
 }
 
 // IsAdmitted reports whether a job may have tasks allocated: it was admitted
-// before this session (phase Inqueue or later) or by it, or some member
-// is on a node.
+// before this session (phase Inqueue or later, unless this session revoked
+// it) or by it, or some member is on a node.
 //
 // A gang with a member on a node was admitted by whoever put it there,
 // whatever its phase says: a scheduler killed between its binds and its
@@ -38,10 +53,11 @@ func (ssn *Session) IsAdmitted(job *api.JobInfo) bool {
 	if ssn.admitted[job.UID] {
 		return true
 	}
-	for _, t := range job.Tasks {
-		if t.Status.OccupiesNode() {
-			return true
-		}
+	if job.OccupiesNodes() {
+		return true
+	}
+	if ssn.revoked[job.UID] {
+		return false
 	}
 	switch job.Phase {
 	case api.JobPending, "", api.JobRunning, api.JobUnknown:
@@ -57,4 +73,10 @@ func (ssn *Session) Admitted() []api.JobID {
 		out = append(out, id)
 	}
 	return out
+}
+
+// Revoked lists the jobs whose earlier admission this session took back
+// (RevokeAdmission), for the commit: their PodGroups go back to Pending.
+func (ssn *Session) Revoked() []api.JobID {
+	return slices.Sorted(maps.Keys(ssn.revoked))
 }

@@ -80,8 +80,9 @@ func TestEventsAndHooks(t *testing.T) {
 }
 
 // The admission gate: off, every job may be allocated; on, only admitted
-// ones (phase past Pending, or admitted by the session). A gang that ran
-// and has no member left on a node (preempted whole) is admitted afresh.
+// ones (phase past Pending, or admitted by the session), unless the session
+// revoked the admission. A gang that ran and has no member left on a node
+// (preempted whole) is admitted afresh.
 func TestAdmissionGate(t *testing.T) {
 	mk := func(name string, phase api.JobPhase) *api.JobInfo {
 		j := st.MakeJob("ns", name).Obj()
@@ -116,6 +117,29 @@ func TestAdmissionGate(t *testing.T) {
 		if got := ssn.MayAllocate(j); got != want[j.Name] {
 			t.Errorf("gate on: MayAllocate(%s) = %v, want %v", j.Name, got, want[j.Name])
 		}
+	}
+
+	// Revoked: this session's admission and an earlier one are taken
+	// back; only the earlier one is for the commit to write back. A gang
+	// with a member on a node stays admitted whoever put it there.
+	for _, j := range []*api.JobInfo{jobs[1], jobs[2], jobs[4]} {
+		ssn.RevokeAdmission(j)
+	}
+	want["pending"], want["inqueue"] = false, false
+	for _, j := range jobs {
+		if got := ssn.MayAllocate(j); got != want[j.Name] {
+			t.Errorf("revoked: MayAllocate(%s) = %v, want %v", j.Name, got, want[j.Name])
+		}
+	}
+	if got := ssn.Revoked(); !slices.Equal(got, []api.JobID{"ns/inqueue"}) {
+		t.Errorf("Revoked() = %v, want [ns/inqueue]", got)
+	}
+	if got := ssn.Admitted(); len(got) != 0 {
+		t.Errorf("Admitted() = %v after the revocation, want none", got)
+	}
+	ssn.Admit(jobs[2])
+	if !ssn.MayAllocate(jobs[2]) || len(ssn.Revoked()) != 0 {
+		t.Errorf("admitted again: MayAllocate = %v, Revoked() = %v", ssn.MayAllocate(jobs[2]), ssn.Revoked())
 	}
 }
 

@@ -47,8 +47,11 @@ type Session struct {
 	evictions     []Eviction
 	unschedulable map[api.JobID]Unschedulable
 	admitted      map[api.JobID]bool
-	partial       map[api.JobID]PartialGang
-	topology      map[api.JobID]TopologyOutcome
+	// revoked are the jobs whose admission of an earlier session this
+	// session took back (RevokeAdmission).
+	revoked  map[api.JobID]bool
+	partial  map[api.JobID]PartialGang
+	topology map[api.JobID]TopologyOutcome
 	// holds are the nodes each job holds (Hold).
 	holds map[api.JobID][]*api.NodeInfo
 	// reserved are the nodes with room reserved (Reserve), and

@@ -286,7 +286,10 @@ type decision struct {
 	// holds are the nodes each waiting gang held (framework.Session.Hold).
 	holds    map[api.JobID][]string
 	admitted map[api.JobID]bool
-	stats    framework.Stats
+	// revoked are the gangs whose earlier admission the session took
+	// back (framework.Session.Revoked).
+	revoked map[api.JobID]bool
+	stats   framework.Stats
 }
 
 // Decision is what a session over a snapshot decides, before anything
@@ -332,6 +335,7 @@ func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Act
 		diagnoses: map[api.JobID]string{},
 		holds:     ssn.Holds(),
 		admitted:  map[api.JobID]bool{},
+		revoked:   map[api.JobID]bool{},
 	}
 	// A holder's diagnosis counts what it holds as room.
 	ssn.ReleaseHolds()
@@ -358,6 +362,9 @@ func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Act
 	}
 	for _, id := range ssn.Admitted() {
 		d.admitted[id] = true
+	}
+	for _, id := range ssn.Revoked() {
+		d.revoked[id] = true
 	}
 	// Last: the diagnoses evaluate predicates too.
 	d.stats = ssn.Stats()
@@ -552,6 +559,7 @@ func (s *Scheduler) writeStatus(state *cache.State, d decision, now time.Time, a
 			Old:       s.status.OldPodGroupStatus(pg),
 			Job:       job,
 			Admitted:  d.admitted[id],
+			Revoked:   d.revoked[id],
 			Diagnosis: d.diagnoses[id],
 			Holds:     d.holds[id],
 		}

@@ -38,6 +38,9 @@ type Gang struct {
 	Job *api.JobInfo
 	// Admitted says the session admitted the gang (ssn.Admitted).
 	Admitted bool
+	// Revoked says the session took back the gang's earlier admission
+	// (ssn.Revoked): it is Pending again.
+	Revoked bool
 	// Unschedulable is the session's record for the gang, nil if none.
 	Unschedulable *framework.Unschedulable
 	// Diagnosis explains a resource failure role by role; "" if there is
@@ -111,7 +114,9 @@ func PartialSince(st schedulingv1alpha1.PodGroupStatus) *time.Time {
 //   - Unknown: the gang was Running and has lost members, but some are
 //     still bound or running; its controller is expected to replace them;
 //   - Inqueue: admitted (by this session's enqueue, or earlier) and not
-//     placed yet;
+//     placed yet. An earlier admission the session revoked (a gang none of
+//     whose members is placed gives it back to a preemptor that waits for
+//     the room; actions.Preempt) is Pending again;
 //   - Pending: otherwise. A gang that ran and lost every member (preempted
 //     whole, or torn down for a restart) comes back here: it gives its
 //     admission back, so the queue share it held goes to the gangs that
@@ -148,7 +153,7 @@ func Compute(g Gang, now time.Time) Update {
 	c := countTasks(job)
 	st.Admitted, st.Running, st.Succeeded, st.Failed = c.placed, c.running, c.succeeded, c.failed
 	ready := job.IsReady()
-	st.Phase = phase(old.Phase, c, ready, g.Admitted, job.MinMember)
+	st.Phase = phase(old.Phase, c, ready, g.Admitted, g.Revoked, job.MinMember)
 	u := Update{Scheduled: ready && !terminal(st.Phase)}
 
 	if terminal(st.Phase) {
@@ -413,7 +418,7 @@ func countTasks(job *api.JobInfo) taskCounts {
 	return c
 }
 
-func phase(old schedulingv1alpha1.PodGroupPhase, c taskCounts, ready, admitted bool, minMember int32) schedulingv1alpha1.PodGroupPhase {
+func phase(old schedulingv1alpha1.PodGroupPhase, c taskCounts, ready, admitted, revoked bool, minMember int32) schedulingv1alpha1.PodGroupPhase {
 	wasRunning := old == schedulingv1alpha1.PodGroupRunning || old == schedulingv1alpha1.PodGroupUnknown
 	switch {
 	case c.total > 0 && c.live == 0 && c.succeeded >= minMember:
@@ -424,7 +429,7 @@ func phase(old schedulingv1alpha1.PodGroupPhase, c taskCounts, ready, admitted b
 		return schedulingv1alpha1.PodGroupRunning
 	case wasRunning && c.placed > 0:
 		return schedulingv1alpha1.PodGroupUnknown
-	case admitted || (old == schedulingv1alpha1.PodGroupInqueue && !wasRunning):
+	case admitted || (old == schedulingv1alpha1.PodGroupInqueue && !wasRunning && !revoked):
 		return schedulingv1alpha1.PodGroupInqueue
 	}
 	return schedulingv1alpha1.PodGroupPending

@@ -252,6 +252,15 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		{
+			name: "admitted earlier, the admission revoked: Pending again",
+			g: Gang{PodGroup: pgWith(nil), Job: gang(3, pending, pending, pending), Revoked: true,
+				Old: schedulingv1alpha1.PodGroupStatus{Phase: "Inqueue", ScheduleStartTime: ago(time.Second)}},
+			want: schedulingv1alpha1.PodGroupStatus{
+				Phase: "Pending", ScheduleStartTime: ago(time.Second),
+				Conditions: []metav1.Condition{{Type: "Scheduled", Status: "False", Reason: "Waiting", Message: "0 of minMember 3 pods bound"}},
+			},
+		},
+		{
 			name: "scheduleTimeoutSeconds passed: ScheduleTimeout, keeps the finding, says it keeps trying",
 			g: Gang{PodGroup: pgWith(func(pg *schedulingv1alpha1.PodGroup) { pg.Spec.ScheduleTimeoutSeconds = ptr.To[int32](5) }),
 				Job: gang(3, pending, pending, pending), Unschedulable: notEnough, Diagnosis: diagnosis,
