@@ -87,13 +87,16 @@ import (
 // does for its nominated nodes.)
 //
 // A preemptor that fits only once such pods leave (its victims, or pods
-// deleted otherwise), or that fits now but is not admitted, keeps its room
-// for the rest of the session, as kube-scheduler's nominated pods do: the
-// requests of its placement are reserved on its nodes, as far as they are
-// idle now, and in its queue's share (framework.Session.Reserve), so
-// allocate gives none of that to a gang after it; and an admitted gang
-// with no member on a node that fitted before and no longer does gives its
-// admission back (revokeAdmissions).
+// deleted otherwise) keeps its room for the rest of the session, as
+// kube-scheduler's nominated pods do: the requests of its trial placement
+// are reserved on its nodes, as far as they are idle now, and in its
+// queue's share (framework.Session.Reserve), so allocate gives none of
+// that to a gang after it; and an admitted gang with no member on a node
+// that fitted before and no longer does gives its admission back
+// (revokeAdmissions). A preemptor that fits now but that its queue's
+// admission budget keeps out is admitted when lower-priority gangs of its
+// queue, admitted and not placed, give their admission back
+// (admitDisplacing).
 type Preempt struct{}
 
 // NewPreempt returns the preempt action.
@@ -509,21 +512,26 @@ func (p *preemptPass) holdsNodes(job *api.JobInfo) bool {
 
 // finish gives back every trial placement, then commits the evictions and
 // puts the terminating pods back: the session's nodes hold what they held
-// before, the victims now Releasing.
+// before, the victims now Releasing. Then, preemptor by preemptor:
 //
-// Then each preemptor that allocate will not place in this session keeps,
-// for the rest of it, the room it counts on (framework.Session.Reserve):
-// one that cannot be placed now (some of its room is still held by pods
-// that are leaving) keeps the room of its trial placement that is free
-// already, and one that can but is not admitted (its queue's admission
-// budget is held by gangs admitted and not placed) keeps the room it fits
-// now, until a later session admits it. Reserved is, on each of its
-// nodes, what its members there request, as far as it is idle, and in its
-// queue their share. Otherwise allocate would give that room to a gang
-// after it, of lower priority, on the nodes or in the queue's share, and
-// the preemptor would find too little and evict again. This is
-// kube-scheduler's nominated node, held one session at a time: the next
-// session reserves again while the preemptor still waits.
+//   - one admitted that can be placed now is left to allocate (its
+//     placement held meanwhile, so that the ones after it do not count on
+//     that room);
+//   - one that can be placed now but that its queue's admission budget
+//     keeps out is admitted if lower-priority gangs admitted and not
+//     placed give their admission back (admitDisplacing); otherwise it
+//     waits, as enqueue left it;
+//   - one that cannot be placed now (some of its room is still held by
+//     pods that are leaving) keeps, for the rest of the session, the room
+//     of its trial placement that is free already
+//     (framework.Session.Reserve): on each of its nodes what its members
+//     there request, as far as it is idle, and in its queue their share.
+//     Otherwise allocate would give that room to a gang after it, of lower
+//     priority, on the nodes or in the queue's share, and once the pods had
+//     left, the preemptor would find too little and evict again. This is
+//     kube-scheduler's nominated node, held one session at a time: the next
+//     session reserves again while the preemptor still waits. The gangs
+//     that room keeps out give their admission back (revokeAdmissions).
 func (p *preemptPass) finish() {
 	trials := make([][]framework.Decision, len(p.held))
 	for i := len(p.held) - 1; i >= 0; i-- {
@@ -540,16 +548,16 @@ func (p *preemptPass) finish() {
 	var competing []*api.JobInfo
 	var fitBefore map[*api.JobInfo]bool
 	for i, h := range p.held {
-		room := trials[i]
-		admitted := p.ssn.MayAllocate(h.job) // before a placement makes it look admitted
+		// Asked before a placement makes it look admitted.
+		admitted := p.ssn.MayAllocate(h.job) || p.admitDisplacing(h.job, h.tasks)
 		pl, ok := p.place(h.job, h.tasks)
 		if ok {
 			if admitted {
 				placeable = append(placeable, pl)
-				continue
+			} else {
+				pl.Discard() // its queue's budget keeps it out: it waits for admission
 			}
-			room = slices.Clone(pl.Placements())
-			pl.Discard()
+			continue
 		}
 		if waiting == nil {
 			// Before the first reservation: which of the gangs that
@@ -557,13 +565,57 @@ func (p *preemptPass) finish() {
 			competing = p.competing()
 			fitBefore = p.fitting(competing)
 		}
-		p.ssn.Reserve(room)
+		p.ssn.Reserve(trials[i])
 		waiting = append(waiting, h.job)
 	}
 	if len(waiting) > 0 {
 		p.revokeAdmissions(waiting, competing, fitBefore)
 	}
 	discardAll(placeable)
+}
+
+// admitDisplacing admits job, a preemptor that can be placed now but that
+// its queue's admission budget keeps out (framework.Session.
+// JobEnqueueable), when gangs of its queue of lower priority, admitted and
+// not placed, give their admission back, the lowest first, and that is
+// enough for the budget; they go back to Pending, to be admitted again
+// once there is room: Kueue's preemption of workloads admitted and not yet
+// running, no pod deleted. Otherwise nothing changes. It reports whether
+// job was admitted.
+//
+// Without this, such a gang held the budget while the preemptor's victims
+// left; the preemptor then found the room free but was not admitted, and
+// the gang took the room: the preemptor evicted again.
+func (p *preemptPass) admitDisplacing(job *api.JobInfo, tasks []*api.TaskInfo) bool {
+	ssn := p.ssn
+	pl, ok := p.place(job, tasks)
+	if !ok {
+		return false
+	}
+	pl.Discard()
+	need := ssn.MinimalNeed(job)
+	lower := slices.DeleteFunc(p.competing(), func(c *api.JobInfo) bool {
+		return c.Queue != job.Queue || c.Priority >= job.Priority
+	})
+	var undo []func()
+	var displaced []*api.JobInfo
+	for i := len(lower) - 1; i >= 0 && ssn.JobEnqueueable(job, &need) != nil; i-- {
+		undo = append(undo, ssn.RevokeAdmission(lower[i]))
+		displaced = append(displaced, lower[i])
+	}
+	if ssn.JobEnqueueable(job, &need) != nil {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+		return false
+	}
+	ssn.Admit(job)
+	ssn.JobEnqueued(job, &need)
+	for _, c := range displaced {
+		ssn.RecordUnschedulable(c.UID, ReasonNotEnoughResources, fmt.Sprintf(
+			"its admission went to %s, of higher priority in its queue, which fits now and which the queue's budget kept out", job.UID))
+	}
+	return true
 }
 
 // discardAll discards statements, the last first.
@@ -573,14 +625,15 @@ func discardAll(stmts []*framework.Statement) {
 	}
 }
 
-// competing lists the gangs that could take a waiting preemptor's room in
-// allocate, bar the preemptors: admitted (this session or before), with
-// pods pending and none on a node, in the session's job order.
+// competing lists the gangs that could take a preemptor's room in
+// allocate, bar the preemptors: admitted, this session or before, and not
+// placed (framework.Session.Revocable), with pods pending, in the
+// session's job order.
 func (p *preemptPass) competing() []*api.JobInfo {
 	ssn := p.ssn
 	var out []*api.JobInfo
 	for _, job := range ssn.Jobs {
-		if !ssn.IsAdmitted(job) || !job.HasPendingTasks() || p.isPreemptor(job) || job.OccupiesNodes() {
+		if !ssn.Revocable(job) || !job.HasPendingTasks() || p.isPreemptor(job) {
 			continue
 		}
 		out = append(out, job)
@@ -619,11 +672,11 @@ func (p *preemptPass) fitting(jobs []*api.JobInfo) map[*api.JobInfo]bool {
 // room free) and earlier ones (a gang admitted before its pods existed,
 // say, on no room at all). An admitted gang counts against its queue's
 // admission budget (framework.Session.JobEnqueueable) until placed: it
-// could keep the preemptor from being admitted, and then take the room
-// itself. A gang with no member on a node gives its admission back at no
-// cost, and a later session's enqueue admits it again once it fits. A gang
-// that did not fit anyway, or that has no pods yet (admitted on its
-// minResources), is left alone.
+// could keep the preemptor from being admitted once the pods are gone,
+// and then take the room itself. A gang with no member on a node gives its
+// admission back at no cost, and a later session's enqueue admits it
+// again once it fits. A gang that did not fit anyway, or that has no pods
+// yet (admitted on its minResources), is left alone.
 func (p *preemptPass) revokeAdmissions(waiting, competing []*api.JobInfo, fitBefore map[*api.JobInfo]bool) {
 	ssn := p.ssn
 	fitAfter := p.fitting(competing)
@@ -637,7 +690,7 @@ func (p *preemptPass) revokeAdmissions(waiting, competing []*api.JobInfo, fitBef
 		}
 		ssn.RevokeAdmission(job)
 		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, fmt.Sprintf(
-			"the room it would take is kept for %s, which waits for it (for pods leaving the nodes, preempted or deleted otherwise, or for its admission)",
+			"the room it would take is kept for %s, which waits for pods leaving the nodes (preempted, or deleted otherwise) to fit",
 			strings.Join(names, ", ")))
 	}
 }

@@ -376,7 +376,8 @@ func TestPreemptDeterministic(t *testing.T) {
 // preemptor counted on, or the preemptor would find too little once the
 // victims are gone and preempt again (as kube-scheduler's nominated pods
 // reserve their room on the node). What the preemptor does not need stays
-// free for the others. (The victim gang's own members are kept off by its
+// free for the others. Once they are gone, lower-priority gangs admitted
+// and not placed give back the admission budget it needs. (The victim gang's own members are kept off by its
 // preemption mark: framework's preemptedStillHeld.)
 func TestPreemptorKeepsItsRoom(t *testing.T) {
 	gpu := func(name string) *corev1.Node { return st.MakeNode(name).Capacity("16", "64Gi", 4).Obj() }
@@ -410,6 +411,8 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 		// admitted are the gangs the cycle admits, sorted; revoked the
 		// gangs whose earlier admission it takes back.
 		admitted, revoked []api.JobID
+		// findings are what the cycle must say of a gang, in part.
+		findings map[api.JobID]string
 		// capacity caps the queue's GPUs, if set.
 		capacity int64
 	}{{
@@ -431,19 +434,6 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 			makeGang("low", 1, func(p *st.PodWrapper) { p.Req("1", "1Gi").GPU(2) })),
 		jobs: []*api.JobInfo{job("elastic", 0, 2, api.JobRunning), job("high", 10, 2, api.JobPending), job("low", 0, 1, api.JobInqueue)},
 		want: map[api.JobID]map[string]string{},
-	}, {
-		// Both victims are gone, and high fits; but low, admitted earlier
-		// and not placed, holds the queue's admission budget (4 GPUs:
-		// elastic's 2, low's 1 and high's 2 are too many), so enqueue did
-		// not admit high. high keeps the room it fits, and low gives its
-		// admission back: the next cycle admits high (TestPreemptorNot
-		// AdmittedGetsItsRoom).
-		name:    "a preemptor that fits but is not admitted keeps its room",
-		nodes:   []*corev1.Node{gpu("gpu-0")},
-		pods:    slices.Concat(elasticLost[:2], gpuGang("high", 2, 1), gpuGang("low", 1, 1)),
-		jobs:    []*api.JobInfo{job("elastic", 0, 2, api.JobRunning), job("high", 10, 2, api.JobPending), job("low", 0, 1, api.JobInqueue)},
-		want:    map[api.JobID]map[string]string{},
-		revoked: []api.JobID{"ns/low"},
 	}, {
 		// Enqueue, before preempt, sees the GPU free and admits low; an
 		// admitted low would count against the queue's budget and keep
@@ -514,6 +504,49 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 		},
 		want:     map[api.JobID]map[string]string{"ns/low": {"low-0": "gpu-1"}},
 		admitted: []api.JobID{"ns/low"},
+	}, {
+		// Both victims are gone, and high fits; but low, admitted earlier
+		// and not placed, holds the queue's admission budget (4 GPUs:
+		// elastic's 2, low's 1 and high's 2 are too many), so enqueue did
+		// not admit high. low gives its admission back, and high is
+		// admitted and binds. Before, low took the room, and high
+		// evicted again.
+		name:     "a lower-priority gang admitted and not placed gives the budget back to a preemptor that fits",
+		nodes:    []*corev1.Node{gpu("gpu-0")},
+		pods:     slices.Concat(elasticLost[:2], gpuGang("high", 2, 1), gpuGang("low", 1, 1)),
+		jobs:     []*api.JobInfo{job("elastic", 0, 2, api.JobRunning), job("high", 10, 2, api.JobPending), job("low", 0, 1, api.JobInqueue)},
+		want:     map[api.JobID]map[string]string{"ns/high": {"high-0": "gpu-0", "high-1": "gpu-0"}},
+		admitted: []api.JobID{"ns/high"},
+		revoked:  []api.JobID{"ns/low"},
+		findings: map[api.JobID]string{"ns/low": "its admission went to ns/high"},
+	}, {
+		// 5 GPUs, the queue's budget one short for high: low0, of the
+		// lowest priority (and fitting nowhere), gives its admission
+		// back; low1 keeps its own, and binds.
+		name:  "the lowest priority gives its admission back first, and no more than the budget needs",
+		nodes: []*corev1.Node{st.MakeNode("gpu-0").Capacity("16", "64Gi", 5).Obj()},
+		pods: slices.Concat(elasticLost[:2], gpuGang("high", 2, 1), gpuGang("low1", 1, 1),
+			makeGang("low0", 1, func(p *st.PodWrapper) { p.Req("1", "1Gi").GPU(1).NodeSelector("pool", "none") })),
+		jobs: []*api.JobInfo{
+			job("elastic", 0, 2, api.JobRunning), job("high", 10, 2, api.JobPending),
+			job("low1", 5, 1, api.JobInqueue), job("low0", 0, 1, api.JobInqueue),
+		},
+		want:     map[api.JobID]map[string]string{"ns/high": {"high-0": "gpu-0", "high-1": "gpu-0"}, "ns/low1": {"low1-0": "gpu-0"}},
+		admitted: []api.JobID{"ns/high"},
+		revoked:  []api.JobID{"ns/low0"},
+	}, {
+		// peer, of high's priority, holds 1 GPU of the budget and fits
+		// nowhere: with low's GPU given back the budget is still one
+		// short, so low keeps its admission, and binds.
+		name:  "a budget the lower-priority admissions cannot free: nothing is given back",
+		nodes: []*corev1.Node{gpu("gpu-0")},
+		pods: slices.Concat(elasticLost[:2], gpuGang("high", 2, 1), gpuGang("low", 1, 1),
+			makeGang("peer", 1, func(p *st.PodWrapper) { p.Req("1", "1Gi").GPU(1).NodeSelector("pool", "none") })),
+		jobs: []*api.JobInfo{
+			job("elastic", 0, 2, api.JobRunning), job("high", 10, 2, api.JobPending),
+			job("low", 0, 1, api.JobInqueue), job("peer", 10, 1, api.JobInqueue),
+		},
+		want: map[api.JobID]map[string]string{"ns/low": {"low-0": "gpu-0"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -535,47 +568,12 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 			if got := ssn.Revoked(); !slices.Equal(got, tt.revoked) {
 				t.Errorf("revoked %v, want %v", got, tt.revoked)
 			}
+			for id, want := range tt.findings {
+				if f := ssn.Unschedulable()[id]; !strings.Contains(f.Message, want) {
+					t.Errorf("%s's finding %q, want it to say %q", id, f.Message, want)
+				}
+			}
 			checkInvariants(t, c, ssn.Bindings())
 		})
 	}
-}
-
-// A preemptor whose victims are gone but whose queue's admission budget
-// is held by a lower-priority gang admitted earlier and not placed: the
-// gang gives its admission back while the preemptor keeps its room, and
-// the next cycle admits and binds the preemptor. Before, the gang took
-// the room, and the preemptor evicted again.
-func TestPreemptorNotAdmittedGetsItsRoom(t *testing.T) {
-	node := st.MakeNode("gpu-0").Capacity("16", "64Gi", 4).Obj()
-	pods := slices.Concat(runningGang("elastic", 1, "gpu-0", "gpu-0"), gpuGang("high", 2, 1), gpuGang("low", 1, 1))
-	jobs := func(low api.JobPhase) []*api.JobInfo {
-		return []*api.JobInfo{
-			withPhase(st.MakeJob("ns", "elastic").MinMember(2).Obj(), api.JobRunning),
-			withPhase(st.MakeJob("ns", "high").Priority(10).MinMember(2).Obj(), api.JobPending),
-			withPhase(st.MakeJob("ns", "low").MinMember(1).Obj(), low),
-		}
-	}
-	c := cluster{nodes: []*corev1.Node{node}, pods: pods, jobs: jobs(api.JobInqueue)}
-	ssn := run(t, c, plugins.WithQueueShare(), preemptPipeline()...)
-	if got := placed(ssn); len(got) != 0 {
-		t.Fatalf("first cycle bound %v, want nothing: the room is high's", got)
-	}
-	if got := ssn.Revoked(); !slices.Equal(got, []api.JobID{"ns/low"}) {
-		t.Fatalf("first cycle revoked %v, want [ns/low]", got)
-	}
-	f, ok := ssn.Unschedulable()["ns/low"]
-	if want := "the room it would take is kept for ns/high"; !ok || !strings.Contains(f.Message, want) {
-		t.Errorf("low's finding %q, want it to say %q", f.Message, want)
-	}
-
-	c.jobs = jobs(api.JobPending) // the commit wrote low Pending
-	ssn = run(t, c, plugins.WithQueueShare(), preemptPipeline()...)
-	want := map[api.JobID]map[string]string{"ns/high": {"high-0": "gpu-0", "high-1": "gpu-0"}}
-	if got := placed(ssn); !maps.EqualFunc(got, want, maps.Equal) {
-		t.Errorf("second cycle bound %v, want %v", got, want)
-	}
-	if got := evicted(ssn); len(got) != 0 {
-		t.Errorf("second cycle evicted %v", got)
-	}
-	checkInvariants(t, c, ssn.Bindings())
 }

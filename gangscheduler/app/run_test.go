@@ -687,7 +687,7 @@ plugins:
 			Expect(counter("troupe_scheduler_preemptions_total", nil)).To(Equal(preemptionsBefore+1), "one victim gang, preempted once")
 		})
 
-		It("keeps the room of a preemptor its queue's budget keeps out once its victim is gone: the gang admitted earlier that holds the budget gives it back", func() {
+		It("admits a preemptor its queue's budget keeps out once its victim is gone: a lower-priority gang admitted earlier and not placed gives the budget back", func() {
 			preemptionsBefore := counter("troupe_scheduler_preemptions_total", nil)
 
 			By("an elastic gang of 3, minMember 2, takes 3 of the node's 4 GPUs")
@@ -716,8 +716,9 @@ plugins:
 
 			// Now high fits, but other's admission holds the queue's
 			// budget (4 GPUs: elastic's 2, other's 2 and high's 2 are too
-			// many), so high is not admitted. Without its room kept, other
-			// takes the 2 GPUs, and high preempts again.
+			// many), so enqueue does not admit high. Unless other, of lower
+			// priority and not placed, gives its admission back to high,
+			// other takes the 2 GPUs, and high preempts again.
 			By("the victim goes: other gives its admission back, and high is admitted and binds")
 			Expect(suite.Client.Delete(ctx, getPod(Default, "elastic-2"), client.GracePeriodSeconds(0))).To(Succeed())
 			Eventually(func(g Gomega) {

@@ -18,19 +18,45 @@ func (ssn *Session) Admit(job *api.JobInfo) {
 	delete(ssn.revoked, job.UID)
 }
 
-// RevokeAdmission takes back job's admission, this session's (Admit) or an
-// earlier one's (phase Inqueue), for a job none of whose members is on a
-// node (one that is was admitted by whoever put it there; see
-// IsAdmitted): it is not admitted for the rest of the session, its
-// PodGroup is written Pending (Revoked), and a later session's enqueue
-// asks again.
-func (ssn *Session) RevokeAdmission(job *api.JobInfo) {
+// Revocable reports whether job holds an admission RevokeAdmission may
+// take back: this session's (Admit) or an earlier one (phase Inqueue), and
+// none of its members is on a node (one that is was admitted by whoever
+// put it there; see IsAdmitted).
+func (ssn *Session) Revocable(job *api.JobInfo) bool {
+	if job.OccupiesNodes() {
+		return false
+	}
+	return ssn.admitted[job.UID] || job.Phase == api.JobInqueue && !ssn.revoked[job.UID]
+}
+
+// RevokeAdmission takes back job's admission (Revocable): it is not
+// admitted for the rest of the session, the queue-share plugins no longer
+// count what it needs against its queue's admission budget (JobDequeued),
+// an earlier admission's PodGroup is written Pending (Revoked), and a
+// later session's enqueue asks again. It returns what undoes it, for a
+// revocation that turns out to be of no use. A job not Revocable is left
+// alone.
+func (ssn *Session) RevokeAdmission(job *api.JobInfo) (undo func()) {
+	if !ssn.Revocable(job) {
+		return func() {}
+	}
+	need := ssn.MinimalNeed(job)
+	this := ssn.admitted[job.UID]
 	delete(ssn.admitted, job.UID)
-	if job.Phase == api.JobInqueue {
+	if !this {
 		if ssn.revoked == nil {
 			ssn.revoked = map[api.JobID]bool{}
 		}
 		ssn.revoked[job.UID] = true
+	}
+	ssn.JobDequeued(job, &need)
+	return func() {
+		if this {
+			ssn.admitted[job.UID] = true
+		} else {
+			delete(ssn.revoked, job.UID)
+		}
+		ssn.JobEnqueued(job, &need)
 	}
 }
 

@@ -11,6 +11,7 @@ type extensions struct {
 	allocatable []AllocatableFn
 	enqueueable []JobEnqueueableFn
 	enqueued    []JobEnqueuedFn
+	dequeued    []JobEnqueuedFn
 	// admissionGate is set by the enqueue action: from then on only
 	// admitted jobs may get tasks allocated (MayAllocate).
 	admissionGate bool
@@ -107,6 +108,21 @@ func (ssn *Session) AddJobEnqueuedFn(fn JobEnqueuedFn) {
 // JobEnqueued tells every listener that job was admitted needing need.
 func (ssn *Session) JobEnqueued(job *api.JobInfo, need *api.Resource) {
 	for _, fn := range ssn.ext.enqueued {
+		fn(job, need)
+	}
+}
+
+// AddJobDequeuedFn registers a listener for admissions taken back
+// (RevokeAdmission): a queue-share plugin no longer counts need against
+// the queue's admission budget.
+func (ssn *Session) AddJobDequeuedFn(fn JobEnqueuedFn) {
+	ssn.ext.dequeued = append(ssn.ext.dequeued, fn)
+}
+
+// JobDequeued tells every listener that job's admission, needing need, was
+// taken back.
+func (ssn *Session) JobDequeued(job *api.JobInfo, need *api.Resource) {
+	for _, fn := range ssn.ext.dequeued {
 		fn(job, need)
 	}
 }

@@ -122,8 +122,9 @@ func TestAdmissionGate(t *testing.T) {
 	// Revoked: this session's admission and an earlier one are taken
 	// back; only the earlier one is for the commit to write back. A gang
 	// with a member on a node stays admitted whoever put it there.
+	var undo []func()
 	for _, j := range []*api.JobInfo{jobs[1], jobs[2], jobs[4]} {
-		ssn.RevokeAdmission(j)
+		undo = append(undo, ssn.RevokeAdmission(j))
 	}
 	want["pending"], want["inqueue"] = false, false
 	for _, j := range jobs {
@@ -137,9 +138,23 @@ func TestAdmissionGate(t *testing.T) {
 	if got := ssn.Admitted(); len(got) != 0 {
 		t.Errorf("Admitted() = %v after the revocation, want none", got)
 	}
-	ssn.Admit(jobs[2])
-	if !ssn.MayAllocate(jobs[2]) || len(ssn.Revoked()) != 0 {
-		t.Errorf("admitted again: MayAllocate = %v, Revoked() = %v", ssn.MayAllocate(jobs[2]), ssn.Revoked())
+	if ssn.Revocable(jobs[2]) || ssn.Revocable(jobs[4]) || ssn.Revocable(jobs[0]) {
+		t.Error("Revocable: a revoked admission, one of a gang on a node, or none")
+	}
+
+	// Undone, each is as it was: this session's admission listed again,
+	// the earlier one no longer revoked.
+	for _, u := range undo {
+		u()
+	}
+	want["pending"], want["inqueue"] = true, true
+	for _, j := range jobs {
+		if got := ssn.MayAllocate(j); got != want[j.Name] {
+			t.Errorf("undone: MayAllocate(%s) = %v, want %v", j.Name, got, want[j.Name])
+		}
+	}
+	if got, rev := ssn.Admitted(), ssn.Revoked(); !slices.Equal(got, []api.JobID{"ns/pending"}) || len(rev) != 0 {
+		t.Errorf("undone: Admitted() = %v, Revoked() = %v; want [ns/pending] and none", got, rev)
 	}
 }
 

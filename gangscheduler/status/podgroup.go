@@ -115,8 +115,8 @@ func PartialSince(st schedulingv1alpha1.PodGroupStatus) *time.Time {
 //     still bound or running; its controller is expected to replace them;
 //   - Inqueue: admitted (by this session's enqueue, or earlier) and not
 //     placed yet. An earlier admission the session revoked (a gang none of
-//     whose members is placed gives it back to a preemptor that waits for
-//     the room; actions.Preempt) is Pending again;
+//     whose members is placed gives it back when a preemptor waits for its
+//     room or takes its admission; actions.Preempt) is Pending again;
 //   - Pending: otherwise. A gang that ran and lost every member (preempted
 //     whole, or torn down for a restart) comes back here: it gives its
 //     admission back, so the queue share it held goes to the gangs that

@@ -104,6 +104,7 @@ func (plugin) OnSessionOpen(ssn *framework.Session) {
 	ssn.AddAllocatableFn(s.allocatable)
 	ssn.AddJobEnqueueableFn(s.enqueueable)
 	ssn.AddJobEnqueuedFn(s.enqueued)
+	ssn.AddJobDequeuedFn(s.dequeued)
 	ssn.AddEventHandler(framework.EventHandler{AllocateFunc: s.allocate, DeallocateFunc: s.deallocate})
 }
 
@@ -310,6 +311,12 @@ const ReasonNotEnoughResources = "NotEnoughResources"
 func (s *state) enqueued(job *api.JobInfo, need *api.Resource) {
 	if a := s.queues[job.Queue]; a != nil {
 		a.Reserved.Add(need)
+	}
+}
+
+func (s *state) dequeued(job *api.JobInfo, need *api.Resource) {
+	if a := s.queues[job.Queue]; a != nil {
+		a.Reserved.Sub(need)
 	}
 }
 

@@ -208,7 +208,7 @@ func TestQueueOrder(t *testing.T) {
 
 // Admission budget: held plus admitted-but-unplaced plus the new need must
 // stay within deserved and capability; jobs admitted in earlier cycles
-// (Inqueue) and this session's admissions count.
+// (Inqueue) and this session's admissions count, a revoked admission not.
 func TestEnqueueable(t *testing.T) {
 	gpus := func(n int64) *api.Resource {
 		return &api.Resource{MilliCPU: 1000 * n / 4, Scalars: map[corev1.ResourceName]int64{st.GPU: n}}
@@ -252,5 +252,15 @@ func TestEnqueueable(t *testing.T) {
 	ssn.JobEnqueued(snap.Jobs["ns/new"], gpus(room))
 	if r := ssn.JobEnqueueable(snap.Jobs["ns/new"], gpus(4)); r == nil {
 		t.Error("the budget did not count the admission")
+	}
+	// An earlier admission taken back no longer counts (its 8 GPUs), and
+	// its undoing counts it again.
+	undo := ssn.RevokeAdmission(snap.Jobs["ns/inq"])
+	if r := ssn.JobEnqueueable(snap.Jobs["ns/new"], gpus(8)); r != nil {
+		t.Errorf("the revoked admission still counts: %s", r.Message)
+	}
+	undo()
+	if r := ssn.JobEnqueueable(snap.Jobs["ns/new"], gpus(4)); r == nil {
+		t.Error("the undone revocation is not counted again")
 	}
 }
