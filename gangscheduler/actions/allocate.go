@@ -29,9 +29,10 @@ const (
 
 // Allocate places gangs all-or-nothing. Queue by queue and job by job in
 // the session's order, it places every pending task of a job in one
-// statement (each task on its best feasible node) and commits the statement
-// only if the job is then ready; otherwise it discards it, so the gang
-// binds nothing and what it took is free for the next job.
+// statement (each task on its best feasible node; the minimal gang's
+// first, see minimalFirst) and commits the statement only if the job is
+// then ready; otherwise it discards it, so the gang binds nothing and what
+// it took is free for the next job.
 //
 // When the enqueue action ran earlier in the session (the admission gate,
 // framework.Session.EnableAdmission), only admitted jobs are tried. Every
@@ -121,6 +122,36 @@ func partialFirst(ssn *framework.Session) []*api.JobInfo {
 	return out
 }
 
+// minimalFirst orders tasks (job's pending tasks, in the session's task
+// order) with the job's minimal gang (framework.Session.MinimalGang) first,
+// each part in task order: the members the gang cannot be ready without
+// are placed before the extras take room they need. Otherwise a master
+// placed first could take the host port or the node a required worker
+// needs, and the gang would not be ready where its minimum fits (as
+// preempt's and enqueue's trials, which place the minimal gang, find).
+// For a gang without minTaskMember the minimal gang is a prefix of tasks
+// already, and the order is unchanged.
+func minimalFirst(ssn *framework.Session, job *api.JobInfo, tasks []*api.TaskInfo) []*api.TaskInfo {
+	if len(job.MinTaskMember) == 0 {
+		return tasks // the minimal gang is a prefix: nothing to search
+	}
+	minimal, ok := ssn.MinimalGang(job)
+	if !ok || len(minimal) == 0 || len(minimal) == len(tasks) {
+		return tasks
+	}
+	in := make(map[*api.TaskInfo]bool, len(minimal))
+	for _, t := range minimal {
+		in[t] = true
+	}
+	out := slices.Clone(minimal)
+	for _, t := range tasks {
+		if !in[t] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // allocateJob tries to place job's pending tasks as one gang, unless a
 // gang of its shape was refused earlier in the pass.
 func (a *Allocate) allocateJob(ssn *framework.Session, refused *refusals, queue *api.QueueInfo, job *api.JobInfo) {
@@ -130,6 +161,7 @@ func (a *Allocate) allocateJob(ssn *framework.Session, refused *refusals, queue 
 		a.allocateTopologyJob(ssn, queue, job, tasks)
 		return
 	}
+	tasks = minimalFirst(ssn, job, tasks)
 	if msg, ok := refused.lookup(queue.Name, job, tasks); ok {
 		ssn.RecordUnschedulable(job.UID, ReasonNotEnoughResources, msg)
 		return

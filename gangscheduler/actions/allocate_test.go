@@ -383,3 +383,23 @@ func TestAllocateBeyondMinMember(t *testing.T) {
 		t.Errorf("message %q does not report the pods left pending", u.Message)
 	}
 }
+
+// A gang's minimal members are placed before its extras: the master (first
+// in task order) would otherwise take one of the two nodes' host port
+// 2222, and the two workers minTaskMember requires would not both fit.
+func TestAllocatePlacesTheMinimalGangFirst(t *testing.T) {
+	pod := func(name, role string) *corev1.Pod {
+		return st.MakePod("ns", name).Job("j").Role(role).Req("1", "1Gi").HostPort("", corev1.ProtocolTCP, 2222).Obj()
+	}
+	c := cluster{
+		nodes: []*corev1.Node{st.MakeNode("n1").Capacity("4", "16Gi", 0).Obj(), st.MakeNode("n2").Capacity("4", "16Gi", 0).Obj()},
+		pods:  []*corev1.Pod{pod("j-0", "master"), pod("j-1", "worker"), pod("j-2", "worker")},
+		jobs:  []*api.JobInfo{st.MakeJob("ns", "j").MinMember(2).MinTaskMember("worker", 2).Obj()},
+	}
+	ssn := schedule(t, c)
+	checkInvariants(t, c, ssn.Bindings())
+	got := placed(ssn)["ns/j"]
+	if len(got) != 2 || got["j-1"] == "" || got["j-2"] == "" {
+		t.Errorf("placed %v, want the two workers", got)
+	}
+}

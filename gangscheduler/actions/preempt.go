@@ -214,10 +214,12 @@ func (p *preemptPass) preemptFor(job *api.JobInfo) {
 
 // admissible says whether job is admitted, or enqueue would admit it as
 // far as its queue's admission budget goes (framework.Session.
-// JobEnqueueable) were every gang it may preempt gone. A gang its queue's
-// budget keeps out whatever it preempts (gangs admitted before it, and
-// not placed, hold the budget) would not be placed once its victims had
-// gone: they would go for nothing, and their gangs take the room back.
+// JobEnqueueable) were every gang it may preempt gone, and every
+// admission it may take (lowerAdmissions) given back. A gang its queue's
+// budget keeps out whatever it preempts (gangs of its priority or higher,
+// admitted before it and not placed, hold the budget) would not be placed
+// once its victims had gone: they would go for nothing, and their gangs
+// take the room back.
 func (p *preemptPass) admissible(job *api.JobInfo) bool {
 	ssn := p.ssn
 	if ssn.IsAdmitted(job) {
@@ -228,8 +230,26 @@ func (p *preemptPass) admissible(job *api.JobInfo) bool {
 	for _, v := range p.victims(job) {
 		v.evict(gone, "")
 	}
+	lower := p.lowerAdmissions(job)
+	undo := make([]func(), len(lower))
+	for i, c := range lower {
+		undo[i] = ssn.RevokeAdmission(c)
+	}
 	need := ssn.MinimalNeed(job)
-	return ssn.JobEnqueueable(job, &need) == nil
+	ok := ssn.JobEnqueueable(job, &need) == nil
+	for i := len(undo) - 1; i >= 0; i-- {
+		undo[i]()
+	}
+	return ok
+}
+
+// lowerAdmissions lists the admissions job may take (admitDisplacing):
+// of the gangs of its queue of lower priority, admitted and not placed, in
+// the session's job order.
+func (p *preemptPass) lowerAdmissions(job *api.JobInfo) []*api.JobInfo {
+	return slices.DeleteFunc(p.competing(), func(c *api.JobInfo) bool {
+		return c.Queue != job.Queue || c.Priority >= job.Priority
+	})
 }
 
 // victimSets are the lists of victims job may preempt, each in the order
@@ -594,9 +614,7 @@ func (p *preemptPass) admitDisplacing(job *api.JobInfo, tasks []*api.TaskInfo) b
 	}
 	pl.Discard()
 	need := ssn.MinimalNeed(job)
-	lower := slices.DeleteFunc(p.competing(), func(c *api.JobInfo) bool {
-		return c.Queue != job.Queue || c.Priority >= job.Priority
-	})
+	lower := p.lowerAdmissions(job)
 	var undo []func()
 	var displaced []*api.JobInfo
 	for i := len(lower) - 1; i >= 0 && ssn.JobEnqueueable(job, &need) != nil; i-- {

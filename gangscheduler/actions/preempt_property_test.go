@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
@@ -210,4 +211,139 @@ func FuzzPreemptPipeline(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, nodes, jobs uint8) {
 		checkPreemptPipeline(t, randomPreemptCluster(seed, int(nodes%24), int(jobs%24)), seed)
 	})
+}
+
+// nextCycle is c after ssn's decisions took effect: the bound pods on
+// their nodes and running, the gangs that got pods Running, the admitted
+// ones Inqueue, those whose admission was revoked Pending; of the pods ssn
+// evicted, those gone says are gone, the others terminating with the
+// scheduler's preemption mark.
+func nextCycle(c cluster, ssn *framework.Session, gone func(key string) bool) cluster {
+	bound := map[string]string{}
+	for _, d := range ssn.Bindings() {
+		bound[d.Task.Key()] = d.Node
+	}
+	evicted := map[string]bool{}
+	for _, e := range ssn.Evictions() {
+		evicted[e.Task.Key()] = true
+	}
+	next := c
+	next.pods = nil
+	placedJobs := map[api.JobID]bool{}
+	for _, p := range c.pods {
+		key := p.Namespace + "/" + p.Name
+		switch {
+		case evicted[key] && gone(key):
+			continue
+		case evicted[key]:
+			p = p.DeepCopy()
+			now := metav1.Now()
+			p.DeletionTimestamp = &now
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+				Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonPreemptionByScheduler})
+		case bound[key] != "":
+			p = p.DeepCopy()
+			p.Spec.NodeName, p.Status.Phase = bound[key], corev1.PodRunning
+			if id, ok := st.JobOf(p); ok {
+				placedJobs[id] = true
+			}
+		}
+		next.pods = append(next.pods, p)
+	}
+	admitted := map[api.JobID]bool{}
+	for _, id := range ssn.Admitted() {
+		admitted[id] = true
+	}
+	revoked := map[api.JobID]bool{}
+	for _, id := range ssn.Revoked() {
+		revoked[id] = true
+	}
+	next.jobs = nil
+	for _, j := range c.jobs {
+		cp := *j
+		switch {
+		case placedJobs[j.UID]:
+			cp.Phase = api.JobRunning
+		case admitted[j.UID]:
+			cp.Phase = api.JobInqueue
+		case revoked[j.UID]:
+			cp.Phase = api.JobPending
+		}
+		next.jobs = append(next.jobs, &cp)
+	}
+	return next
+}
+
+// A gang preempts once: over three cycles on random clusters, its
+// victims leave one cycle apart (some gone, the others still
+// terminating), and once all are gone it evicts nothing more, unless in
+// between a gang of at least its priority took room (which it may), or a
+// partial gang was completed (partial gangs go first of all, see
+// Allocate). Each of these made it preempt again before: a gang of lower
+// priority took the room the first victims left, or the queue's admission
+// budget a lower-priority gang held kept the preemptor out while that
+// gang took the room, or allocate, placing a master first, found no room
+// for the workers the preemptor's minimal gang needs, or another gang
+// took a host port the reservation did not keep.
+func TestPreemptOnce(t *testing.T) {
+	var checked int
+	for seed := range uint64(4000) {
+		c := randomPreemptCluster(seed, 12, 10)
+		ssn1 := run(t, c, plugins.WithQueueShare(), preemptPipeline()...)
+		preemptors := map[api.JobID]bool{}
+		for _, e := range ssn1.Evictions() {
+			if id, ok := strings.CutPrefix(e.Reason, "Preempted by gang "); ok {
+				preemptors[api.JobID(id)] = true
+			}
+		}
+		if len(preemptors) == 0 {
+			continue
+		}
+		checked++
+		r := rand.New(rand.NewPCG(seed, 7))
+		half := map[string]bool{}
+		c2 := nextCycle(c, ssn1, func(key string) bool {
+			if _, ok := half[key]; !ok {
+				half[key] = r.IntN(2) == 0
+			}
+			return half[key]
+		})
+		ssn2 := run(t, c2, plugins.WithQueueShare(), preemptPipeline()...)
+		c3 := nextCycle(c2, ssn2, func(string) bool { return true })
+		// Every pod still terminating from the first cycle is gone too.
+		c3.pods = slices.DeleteFunc(c3.pods, func(p *corev1.Pod) bool {
+			key := p.Namespace + "/" + p.Name
+			_, was := half[key]
+			return was && p.DeletionTimestamp != nil
+		})
+		ssn3 := run(t, c3, plugins.WithQueueShare(), preemptPipeline()...)
+
+		priority := map[api.JobID]int32{}
+		for _, j := range c.jobs {
+			priority[j.UID] = j.Priority
+		}
+		partial := map[api.JobID]bool{}
+		for _, j := range ssn2.Jobs {
+			partial[j.UID] = j.HoldsNodes()
+		}
+		tookRoom := func(p api.JobID) bool {
+			for _, d := range ssn2.Bindings() {
+				if d.Task.Job != p && (priority[d.Task.Job] >= priority[p] || partial[d.Task.Job]) {
+					return true
+				}
+			}
+			return false
+		}
+		for _, e := range ssn3.Evictions() {
+			id, ok := strings.CutPrefix(e.Reason, "Preempted by gang ")
+			if p := api.JobID(id); ok && preemptors[p] && !tookRoom(p) {
+				t.Errorf("seed %d: %s preempted again (%s) once its victims were gone; the second cycle bound %v",
+					seed, p, e.Task.Key(), placed(ssn2))
+			}
+		}
+	}
+	t.Logf("%d clusters with a preemption", checked)
+	if checked < 25 {
+		t.Errorf("generator too one-sided: preemption in only %d clusters", checked)
+	}
 }

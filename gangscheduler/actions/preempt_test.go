@@ -81,6 +81,19 @@ func TestPreempt(t *testing.T) {
 		j.Topology = &api.TopologyPolicy{Topology: "fabric", Rules: []api.LevelRule{{Level: "rack", Kind: api.RulePack, Required: true}}}
 		return j
 	}
+	// high would fit once low is gone; peer and blocker, admitted and not
+	// placed (it fits no node), hold the queue's admission budget.
+	budgetPods := slices.Concat(
+		runningGang("low", 4, "gpu-0"), runningGang("peer", 4, "gpu-1"),
+		makeGang("blocker", 1, func(p *st.PodWrapper) { p.Req("1", "1Gi").GPU(4).NodeSelector("pool", "none") }),
+		gpuGang("high", 1, 4),
+	)
+	budgetJobs := func(blocker int32) []*api.JobInfo {
+		return []*api.JobInfo{
+			job("low", 0, 0, api.JobRunning, 1), job("peer", 10, 0, api.JobRunning, 1),
+			job("blocker", blocker, 1, api.JobInqueue, 1), job("high", 10, 5, api.JobPending, 1),
+		}
+	}
 	tests := []struct {
 		name       string
 		nodes      []*corev1.Node
@@ -191,19 +204,22 @@ func TestPreempt(t *testing.T) {
 	}, {
 		// high would fit once low is gone, but its queue's admission
 		// budget (8 GPUs: peer's 4 and blocker's 4, admitted and not
-		// placed) keeps it out whatever it preempts.
+		// placed, of high's priority, so not for high to take) keeps it
+		// out whatever it preempts.
 		name:  "a gang its queue's admission budget keeps out preempts nothing",
 		nodes: gpuNodes(2),
-		pods: slices.Concat(
-			runningGang("low", 4, "gpu-0"), runningGang("peer", 4, "gpu-1"),
-			makeGang("blocker", 1, func(p *st.PodWrapper) { p.Req("1", "1Gi").GPU(4).NodeSelector("pool", "none") }),
-			gpuGang("high", 1, 4),
-		),
-		jobs: []*api.JobInfo{
-			job("low", 0, 0, api.JobRunning, 1), job("peer", 10, 0, api.JobRunning, 1),
-			job("blocker", 0, 1, api.JobInqueue, 1), job("high", 10, 5, api.JobPending, 1),
-		},
-		want: map[api.JobID][]string{},
+		pods:  budgetPods,
+		jobs:  budgetJobs(10),
+		want:  map[api.JobID][]string{},
+	}, {
+		// The same, but blocker is of lower priority: high may take its
+		// admission (once low is gone, the next cycle does), so the
+		// budget does not keep it out.
+		name:  "an admission of lower priority holding the budget does not keep the gang out",
+		nodes: gpuNodes(2),
+		pods:  budgetPods,
+		jobs:  budgetJobs(0),
+		want:  map[api.JobID][]string{"ns/low": {"low-0"}},
 	}, {
 		name:  "a gang that fits already evicts nothing",
 		nodes: gpuNodes(2),
@@ -486,6 +502,24 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 		capacity: 4,
 		want:     map[api.JobID]map[string]string{},
 		revoked:  []api.JobID{"ns/low"},
+	}, {
+		// high must go to gpu-0 (one GPU idle, one leaving) and needs host
+		// port 2222 there; low asks nothing but that port (and a CPU).
+		name: "nor is a host port it needs",
+		nodes: []*corev1.Node{
+			st.MakeNode("gpu-0").Capacity("16", "64Gi", 2).Label("pool", "a").Obj(), gpu("gpu-1"),
+		},
+		pods: slices.Concat(
+			[]*corev1.Pod{victim("gone", "gone-0", "gpu-0", 1)},
+			makeGang("high", 1, func(p *st.PodWrapper) {
+				p.Req("1", "1Gi").GPU(2).NodeSelector("pool", "a").HostPort("", corev1.ProtocolTCP, 2222)
+			}),
+			makeGang("low", 1, func(p *st.PodWrapper) {
+				p.Req("1", "1Gi").NodeSelector("pool", "a").HostPort("", corev1.ProtocolTCP, 2222)
+			}),
+		),
+		jobs: []*api.JobInfo{job("gone", 0, 1, api.JobRunning), job("high", 10, 1, api.JobPending), job("low", 0, 1, api.JobPending)},
+		want: map[api.JobID]map[string]string{},
 	}, {
 		// high waits for gpu-0 (one GPU idle, one leaving); gpu-1's idle
 		// GPU is not what it counts on.

@@ -37,8 +37,10 @@ type NodeInfo struct {
 
 	// HeldFor is the gang that holds the node (Hold), "" if none.
 	HeldFor JobID
-	// held is what Hold and Reserve took of Idle.
-	held Resource
+	// held is what Hold and Reserve took of Idle; heldPorts the host ports
+	// Reserve took.
+	held      Resource
+	heldPorts []corev1.ContainerPort
 
 	ports     hostPortSet
 	idleOwned bool
@@ -121,12 +123,13 @@ func (n *NodeInfo) Hold(job JobID) {
 
 // Reserve takes out of Idle, for the rest of the session, what r asks of
 // each resource, pod slots included, as far as it is idle, and returns
-// what it took: room kept for a gang that waits for pods to leave the
-// node, so that no other task takes the part that is free already (its
-// pods will need their slots, as kube-scheduler counts a nominated pod).
-// Unlike Hold, the rest of the node's room stays free, and the node holds
-// for no one (HeldFor is unchanged).
-func (n *NodeInfo) Reserve(r *Resource) Resource {
+// what it took; and it takes the host ports, so that no other pod takes
+// one the gang's member needs there: room kept for a gang that waits for
+// pods to leave the node, so that no other task takes the part that is
+// free already (its pods will need their slots, as kube-scheduler counts
+// a nominated pod). Unlike Hold, the rest of the node's room stays free,
+// and the node holds for no one (HeldFor is unchanged).
+func (n *NodeInfo) Reserve(r *Resource, ports []corev1.ContainerPort) Resource {
 	take := Resource{
 		MilliCPU:         idlePart(r.MilliCPU, n.Idle.MilliCPU),
 		Memory:           idlePart(r.Memory, n.Idle.Memory),
@@ -138,7 +141,15 @@ func (n *NodeInfo) Reserve(r *Resource) Resource {
 			take.AddScalar(name, part)
 		}
 	}
-	if take.IsZero() {
+	portsTaken := false
+	for _, p := range ports {
+		if p.HostPort > 0 {
+			n.ports.add(p)
+			n.heldPorts = append(n.heldPorts, p)
+			portsTaken = true
+		}
+	}
+	if take.IsZero() && !portsTaken {
 		return take
 	}
 	n.touch()
@@ -148,19 +159,23 @@ func (n *NodeInfo) Reserve(r *Resource) Resource {
 	return take
 }
 
-// Reserved reports whether Hold or Reserve took anything of Idle.
-func (n *NodeInfo) Reserved() bool { return !n.held.IsZero() }
+// Reserved reports whether Hold or Reserve took anything of Idle or of
+// the host ports.
+func (n *NodeInfo) Reserved() bool { return !n.held.IsZero() || len(n.heldPorts) > 0 }
 
 // idlePart is how much of want is idle: none of what the node lacks.
 func idlePart(want, idle int64) int64 { return max(min(want, idle), 0) }
 
-// Unhold gives back what Hold and Reserve took.
+// Unhold gives back what Hold and Reserve took, host ports included.
 func (n *NodeInfo) Unhold() {
 	if n.HeldFor == "" && !n.Reserved() {
 		return
 	}
 	n.Idle.Add(&n.held)
-	n.HeldFor, n.held = "", Resource{}
+	for _, p := range n.heldPorts {
+		n.ports.remove(p)
+	}
+	n.HeldFor, n.held, n.heldPorts = "", Resource{}, nil
 }
 
 // touch lists the node among the snapshot's changed nodes, once.

@@ -53,7 +53,7 @@ func TestNodeReserve(t *testing.T) {
 			}
 			before := n.Idle.Clone()
 			for _, r := range tt.reserve {
-				n.Reserve(r)
+				n.Reserve(r, nil)
 			}
 			if tt.hold {
 				n.Hold("ns/big")
@@ -78,5 +78,24 @@ func TestNodeReserve(t *testing.T) {
 				t.Errorf("after Unhold: idle %v, held for %q; want %v as before, nothing held", n.Idle, n.HeldFor, before)
 			}
 		})
+	}
+}
+
+// A reservation takes the member's host ports too, even when it takes no
+// resource, and Unhold gives them back.
+func TestNodeReservePorts(t *testing.T) {
+	n := api.NewNodeInfo(st.MakeNode("n").Capacity("8", "8Gi", 0).Obj())
+	port := []corev1.ContainerPort{{ContainerPort: 2222, HostPort: 2222, Protocol: corev1.ProtocolTCP}}
+	n.Reserve(&api.Resource{}, port)
+	if !n.Reserved() || !n.PortsConflict(port) {
+		t.Fatalf("after a reservation of host port 2222: Reserved() = %v, the port conflicts = %v; want both", n.Reserved(), n.PortsConflict(port))
+	}
+	other := []corev1.ContainerPort{{ContainerPort: 2223, HostPort: 2223, Protocol: corev1.ProtocolTCP}}
+	if n.PortsConflict(other) {
+		t.Error("a port not reserved conflicts")
+	}
+	n.Unhold()
+	if n.Reserved() || n.PortsConflict(port) {
+		t.Errorf("after Unhold: Reserved() = %v, the port conflicts = %v; want neither", n.Reserved(), n.PortsConflict(port))
 	}
 }

@@ -309,7 +309,7 @@ func TestNodeHoldIsMadeOver(t *testing.T) {
 	na.Hold("ns/big")
 	nb := first.Nodes["b"]
 	nb.Hold("ns/big") // a node that took no task
-	first.Nodes["c"].Reserve(&api.Resource{Scalars: map[corev1.ResourceName]int64{st.GPU: 2}})
+	first.Nodes["c"].Reserve(&api.Resource{Scalars: map[corev1.ResourceName]int64{st.GPU: 2}}, nil)
 	if taken := first.NodesTaken(); len(taken) != 3 {
 		t.Errorf("nodes taken = %d, want a, b and c once each", len(taken))
 	}

@@ -76,8 +76,8 @@ func (ssn *Session) Hold(job *api.JobInfo, nodes []*api.NodeInfo) {
 
 // Reserve keeps, for the rest of the session, the room a gang counts on
 // that is free already while the rest of it is still leaving: on each
-// placement's node, its task's requests as far as they are idle
-// (api.NodeInfo.Reserve), and the same amount in the gang's queue (the
+// placement's node, its task's requests as far as they are idle, and its
+// host ports (api.NodeInfo.Reserve), and the same amount in the gang's queue (the
 // event handlers are told of an allocation of it, so that the queue-share
 // plugins count it; the part still held by leaving pods is counted there
 // already, as theirs). No other task is placed on that room. Nothing is
@@ -89,7 +89,7 @@ func (ssn *Session) Reserve(placements []Decision) {
 		if node == nil {
 			continue
 		}
-		taken := node.Reserve(&d.Task.Resreq)
+		taken := node.Reserve(&d.Task.Resreq, d.Task.HostPorts)
 		ssn.nodeChanged(node)
 		ssn.reserved = append(ssn.reserved, node)
 		// A stand-in of the task for the handlers, of its job, asking what
