@@ -173,6 +173,9 @@ type preemptPass struct {
 	// evictions are the victims' statements, committed at the end.
 	held      []trialPlacement
 	evictions []*framework.Statement
+	// unplaced are the gangs admitted and not placed when the pass
+	// started (competing), nil until asked for.
+	unplaced []*api.JobInfo
 }
 
 // trialPlacement is where a preemptor's minimal gang fits once its
@@ -230,12 +233,18 @@ func (p *preemptPass) admissible(job *api.JobInfo) bool {
 	for _, v := range p.victims(job) {
 		v.evict(gone, "")
 	}
+	need := ssn.MinimalNeed(job)
+	if ssn.JobEnqueueable(job, &need) == nil {
+		return true
+	}
 	lower := p.lowerAdmissions(job)
+	if len(lower) == 0 {
+		return false
+	}
 	undo := make([]func(), len(lower))
 	for i, c := range lower {
 		undo[i] = ssn.RevokeAdmission(c)
 	}
-	need := ssn.MinimalNeed(job)
 	ok := ssn.JobEnqueueable(job, &need) == nil
 	for i := len(undo) - 1; i >= 0; i-- {
 		undo[i]()
@@ -648,16 +657,20 @@ func discardAll(stmts []*framework.Statement) {
 // placed (framework.Session.Revocable), with pods pending, in the
 // session's job order.
 func (p *preemptPass) competing() []*api.JobInfo {
-	ssn := p.ssn
-	var out []*api.JobInfo
-	for _, job := range ssn.Jobs {
-		if !ssn.Revocable(job) || !job.HasPendingTasks() || p.isPreemptor(job) {
-			continue
+	if p.unplaced == nil {
+		// Listed once a pass: what changes within it is only whether a
+		// gang still holds its admission.
+		p.unplaced = []*api.JobInfo{}
+		for _, job := range p.ssn.Jobs {
+			if p.ssn.Revocable(job) && job.HasPendingTasks() {
+				p.unplaced = append(p.unplaced, job)
+			}
 		}
-		out = append(out, job)
+		slices.SortFunc(p.unplaced, p.ssn.JobCompare)
 	}
-	slices.SortFunc(out, ssn.JobCompare)
-	return out
+	return slices.DeleteFunc(slices.Clone(p.unplaced), func(c *api.JobInfo) bool {
+		return !p.ssn.Revocable(c) || p.isPreemptor(c)
+	})
 }
 
 func (p *preemptPass) isPreemptor(job *api.JobInfo) bool {
