@@ -600,6 +600,17 @@ plugins:
 		member := func(name, group string, gpus int) client.Object {
 			return testutil.MakeGangPod(name, ns).Group(group).Request(corev1.ResourceCPU, "1").GPU(gpus).Obj()
 		}
+		// admittedBeforeItsPod creates a gang of one pod asking gpus GPUs,
+		// its PodGroup first: with no pods and no minResources, it is
+		// admitted on nothing (as a controller that waits for Inqueue
+		// before creating its pods would have it), then its pod comes.
+		admittedBeforeItsPod := func(group string, gpus int) {
+			create(testutil.MakePodGroup(group, ns).MinMember(1).Obj())
+			Eventually(func(g Gomega) {
+				g.Expect(getPodGroup(g, group).Status.Phase).To(Equal(schedulingv1alpha1.PodGroupInqueue))
+			}).Should(Succeed())
+			create(member(group+"-0", group, gpus))
+		}
 		BeforeEach(func() {
 			high = &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 1000}
 			create(high)
@@ -650,14 +661,7 @@ plugins:
 			By("one victim is gone, the other still terminates; a gang of 1 GPU and no priority arrives")
 			Expect(suite.Client.Delete(ctx, getPod(Default, "elastic-2"), client.GracePeriodSeconds(0))).To(Succeed())
 			Eventually(func(g Gomega) { g.Expect(placement(g)).NotTo(HaveKey("elastic-2")) }).Should(Succeed())
-			// other's PodGroup first: with no pods and no minResources, it is
-			// admitted on nothing, as a controller that waits for Inqueue
-			// before creating its pods would have it.
-			create(testutil.MakePodGroup("other", ns).MinMember(1).Obj())
-			Eventually(func(g Gomega) {
-				g.Expect(getPodGroup(g, "other").Status.Phase).To(Equal(schedulingv1alpha1.PodGroupInqueue))
-			}).Should(Succeed())
-			create(member("other-0", "other", 1))
+			admittedBeforeItsPod("other", 1)
 			// Without the reservation, the GPU elastic-2 left is idle and
 			// other takes it; high then finds one GPU once elastic-3 is gone,
 			// and preempts again.
@@ -706,11 +710,7 @@ plugins:
 			Eventually(func(g Gomega) { g.Expect(getPod(g, "elastic-2").DeletionTimestamp).NotTo(BeNil()) }).Should(Succeed())
 
 			By("a gang admitted before its pods exist asks 2 GPUs: it does not fit while the victim terminates, and keeps its admission")
-			create(testutil.MakePodGroup("other", ns).MinMember(1).Obj())
-			Eventually(func(g Gomega) {
-				g.Expect(getPodGroup(g, "other").Status.Phase).To(Equal(schedulingv1alpha1.PodGroupInqueue))
-			}).Should(Succeed())
-			create(member("other-0", "other", 2))
+			admittedBeforeItsPod("other", 2)
 			waitCycles(3)
 			Expect(getPodGroup(Default, "other").Status.Phase).To(Equal(schedulingv1alpha1.PodGroupInqueue))
 
