@@ -174,7 +174,7 @@ type preemptPass struct {
 	held      []trialPlacement
 	evictions []*framework.Statement
 	// unplaced are the gangs admitted and not placed when the pass
-	// started (competing), nil until asked for.
+	// started (admittedUnplaced), nil until asked for.
 	unplaced []*api.JobInfo
 }
 
@@ -254,9 +254,10 @@ func (p *preemptPass) admissible(job *api.JobInfo) bool {
 
 // lowerAdmissions lists the admissions job may take (admitDisplacing):
 // of the gangs of its queue of lower priority, admitted and not placed, in
-// the session's job order.
+// the session's job order; a lower-priority preemptor's too (one that
+// waits for pods leaving, or starves, gives way as any other).
 func (p *preemptPass) lowerAdmissions(job *api.JobInfo) []*api.JobInfo {
-	return slices.DeleteFunc(p.competing(), func(c *api.JobInfo) bool {
+	return slices.DeleteFunc(p.admittedUnplaced(), func(c *api.JobInfo) bool {
 		return c.Queue != job.Queue || c.Priority >= job.Priority
 	})
 }
@@ -652,11 +653,10 @@ func discardAll(stmts []*framework.Statement) {
 	}
 }
 
-// competing lists the gangs that could take a preemptor's room in
-// allocate, bar the preemptors: admitted, this session or before, and not
-// placed (framework.Session.Revocable), with pods pending, in the
+// admittedUnplaced lists the gangs admitted, this session or before, and
+// not placed (framework.Session.Revocable), with pods pending, in the
 // session's job order.
-func (p *preemptPass) competing() []*api.JobInfo {
+func (p *preemptPass) admittedUnplaced() []*api.JobInfo {
 	if p.unplaced == nil {
 		// Listed once a pass: what changes within it is only whether a
 		// gang still holds its admission.
@@ -668,9 +668,13 @@ func (p *preemptPass) competing() []*api.JobInfo {
 		}
 		slices.SortFunc(p.unplaced, p.ssn.JobCompare)
 	}
-	return slices.DeleteFunc(slices.Clone(p.unplaced), func(c *api.JobInfo) bool {
-		return !p.ssn.Revocable(c) || p.isPreemptor(c)
-	})
+	return slices.DeleteFunc(slices.Clone(p.unplaced), func(c *api.JobInfo) bool { return !p.ssn.Revocable(c) })
+}
+
+// competing lists the gangs that could take a waiting preemptor's room in
+// allocate: those admitted and not placed, bar the preemptors.
+func (p *preemptPass) competing() []*api.JobInfo {
+	return slices.DeleteFunc(p.admittedUnplaced(), p.isPreemptor)
 }
 
 func (p *preemptPass) isPreemptor(job *api.JobInfo) bool {

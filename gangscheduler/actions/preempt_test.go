@@ -554,6 +554,25 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 		revoked:  []api.JobID{"ns/low"},
 		findings: map[api.JobID]string{"ns/low": "its admission went to ns/high"},
 	}, {
+		// low, admitted and not placed, waits itself for gone-0 to leave
+		// gpu-1 (it holds a trial there, as a preemptor does); it gives
+		// its admission back all the same, to high, which fits gpu-0 now.
+		name: "a lower-priority gang that waits for leaving pods gives the budget back too",
+		nodes: []*corev1.Node{
+			st.MakeNode("gpu-0").Capacity("16", "64Gi", 4).Label("pool", "a").Obj(),
+			st.MakeNode("gpu-1").Capacity("16", "64Gi", 2).Label("pool", "b").Obj(),
+		},
+		pods: slices.Concat(elasticLost[:2], []*corev1.Pod{victim("gone", "gone-0", "gpu-1", 2)},
+			makeGang("high", 2, func(p *st.PodWrapper) { p.Req("1", "1Gi").GPU(1).NodeSelector("pool", "a") }),
+			makeGang("low", 1, func(p *st.PodWrapper) { p.Req("1", "1Gi").GPU(2).NodeSelector("pool", "b") })),
+		jobs: []*api.JobInfo{
+			job("elastic", 0, 2, api.JobRunning), job("gone", 0, 1, api.JobRunning),
+			job("high", 10, 2, api.JobPending), job("low", 0, 1, api.JobInqueue),
+		},
+		want:     map[api.JobID]map[string]string{"ns/high": {"high-0": "gpu-0", "high-1": "gpu-0"}},
+		admitted: []api.JobID{"ns/high"},
+		revoked:  []api.JobID{"ns/low"},
+	}, {
 		// 5 GPUs, the queue's budget one short for high: low0, of the
 		// lowest priority (and fitting nowhere), gives its admission
 		// back; low1 keeps its own, and binds.
