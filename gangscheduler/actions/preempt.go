@@ -578,15 +578,19 @@ func (p *preemptPass) finish() {
 	var competing []*api.JobInfo
 	var fitBefore map[*api.JobInfo]bool
 	for i, h := range p.held {
-		// Asked before a placement makes it look admitted.
-		admitted := p.ssn.MayAllocate(h.job) || p.admitDisplacing(h.job, h.tasks)
+		admitted := p.ssn.MayAllocate(h.job) // asked before a placement makes it look admitted
 		pl, ok := p.place(h.job, h.tasks)
-		if ok {
-			if admitted {
-				placeable = append(placeable, pl)
-			} else {
-				pl.Discard() // its queue's budget keeps it out: it waits for admission
+		if ok && !admitted {
+			// Its placement discarded, so that the budget does not count
+			// it twice; placed again once admitted.
+			pl.Discard()
+			if !p.admitDisplacing(h.job) {
+				continue // its queue's budget keeps it out: it waits for admission
 			}
+			pl, ok = p.place(h.job, h.tasks)
+		}
+		if ok {
+			placeable = append(placeable, pl)
 			continue
 		}
 		if waiting == nil {
@@ -604,8 +608,8 @@ func (p *preemptPass) finish() {
 	discardAll(placeable)
 }
 
-// admitDisplacing admits job, a preemptor that can be placed now but that
-// its queue's admission budget keeps out (framework.Session.
+// admitDisplacing admits job, a preemptor that can be placed now (finish
+// asked) but that its queue's admission budget keeps out (framework.Session.
 // JobEnqueueable), when gangs of its queue of lower priority, admitted and
 // not placed, give their admission back, the lowest first, and that is
 // enough for the budget; they go back to Pending, to be admitted again
@@ -616,13 +620,8 @@ func (p *preemptPass) finish() {
 // Without this, such a gang held the budget while the preemptor's victims
 // left; the preemptor then found the room free but was not admitted, and
 // the gang took the room: the preemptor evicted again.
-func (p *preemptPass) admitDisplacing(job *api.JobInfo, tasks []*api.TaskInfo) bool {
+func (p *preemptPass) admitDisplacing(job *api.JobInfo) bool {
 	ssn := p.ssn
-	pl, ok := p.place(job, tasks)
-	if !ok {
-		return false
-	}
-	pl.Discard()
 	need := ssn.MinimalNeed(job)
 	lower := p.lowerAdmissions(job)
 	var undo []func()

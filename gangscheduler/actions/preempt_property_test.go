@@ -284,7 +284,11 @@ func nextCycle(c cluster, ssn *framework.Session, gone func(key string) bool) cl
 // budget a lower-priority gang held kept the preemptor out while that
 // gang took the room, or allocate, placing a master first, found no room
 // for the workers the preemptor's minimal gang needs, or another gang
-// took a host port the reservation did not keep.
+// took a host port the reservation did not keep, or a lower-priority gang
+// that itself waited for leaving pods kept the budget. Beyond these 4000
+// seeds one case is known (seed 29290 of 30000): the queue's deserved
+// share, computed anew each cycle, shrank between the cycles, and the
+// preemptor preempted for the difference.
 func TestPreemptOnce(t *testing.T) {
 	var checked int
 	for seed := range uint64(4000) {

@@ -77,10 +77,10 @@ func (ssn *Session) Hold(job *api.JobInfo, nodes []*api.NodeInfo) {
 // Reserve keeps, for the rest of the session, the room a gang counts on
 // that is free already while the rest of it is still leaving: on each
 // placement's node, its task's requests as far as they are idle, and its
-// host ports (api.NodeInfo.Reserve), and the same amount in the gang's queue (the
-// event handlers are told of an allocation of it, so that the queue-share
-// plugins count it; the part still held by leaving pods is counted there
-// already, as theirs). No other task is placed on that room. Nothing is
+// host ports (api.NodeInfo.Reserve), and the same amount in the gang's
+// queue (the event handlers are told of an allocation of it, so that the
+// queue-share plugins count it; the part still held by leaving pods is
+// counted there already, as theirs). No other task is placed on that room. Nothing is
 // written anywhere; the next session reserves again if the gang still
 // waits.
 func (ssn *Session) Reserve(placements []Decision) {
