@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,11 @@ type NodeInfo struct {
 	// Reserve took.
 	held      Resource
 	heldPorts []corev1.ContainerPort
+	// Nominated are the stand-ins (TaskInfo.Nominee) of the tasks whose
+	// room Reserve keeps here: not in Tasks, since they take nothing
+	// more and no one may evict them, but counted by the rules between
+	// pods (Occupants).
+	Nominated []*TaskInfo
 
 	ports     hostPortSet
 	idleOwned bool
@@ -159,14 +165,47 @@ func (n *NodeInfo) Reserve(r *Resource, ports []corev1.ContainerPort) Resource {
 	return take
 }
 
-// Reserved reports whether Hold or Reserve took anything of Idle or of
-// the host ports.
-func (n *NodeInfo) Reserved() bool { return !n.held.IsZero() || len(n.heldPorts) > 0 }
+// Nominate lists t, the stand-in of a task whose room Reserve keeps on the
+// node, among Nominated, for the rest of the session: the rules between
+// pods (inter-pod affinity, topology spread, volume use) count it as on
+// the node when another pod is placed, as kube-scheduler counts a
+// nominated pod of higher priority when it filters another. So no pod
+// lands there that the task's required anti-affinity selects, or whose
+// own selects the task, or that uses a ReadWriteOncePod claim of the
+// task's. Unhold forgets it.
+func (n *NodeInfo) Nominate(t *TaskInfo) {
+	n.touch()
+	n.Nominated = append(n.Nominated, t)
+}
+
+// Occupants yields what the rules between pods count as on the node: its
+// tasks, then the Nominated.
+func (n *NodeInfo) Occupants() iter.Seq[*TaskInfo] {
+	return func(yield func(*TaskInfo) bool) {
+		for _, t := range n.Tasks {
+			if !yield(t) {
+				return
+			}
+		}
+		for _, t := range n.Nominated {
+			if !yield(t) {
+				return
+			}
+		}
+	}
+}
+
+// Reserved reports whether Hold, Reserve or Nominate took anything of
+// Idle or of the host ports, or nominated a task.
+func (n *NodeInfo) Reserved() bool {
+	return !n.held.IsZero() || len(n.heldPorts) > 0 || len(n.Nominated) > 0
+}
 
 // idlePart is how much of want is idle: none of what the node lacks.
 func idlePart(want, idle int64) int64 { return max(min(want, idle), 0) }
 
-// Unhold gives back what Hold and Reserve took, host ports included.
+// Unhold gives back what Hold and Reserve took, host ports included, and
+// forgets the Nominated.
 func (n *NodeInfo) Unhold() {
 	if n.HeldFor == "" && !n.Reserved() {
 		return
@@ -175,7 +214,7 @@ func (n *NodeInfo) Unhold() {
 	for _, p := range n.heldPorts {
 		n.ports.remove(p)
 	}
-	n.HeldFor, n.held, n.heldPorts = "", Resource{}, nil
+	n.HeldFor, n.held, n.heldPorts, n.Nominated = "", Resource{}, nil, nil
 }
 
 // touch lists the node among the snapshot's changed nodes, once.

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -97,5 +98,31 @@ func TestNodeReservePorts(t *testing.T) {
 	n.Unhold()
 	if n.Reserved() || n.PortsConflict(port) {
 		t.Errorf("after Unhold: Reserved() = %v, the port conflicts = %v; want neither", n.Reserved(), n.PortsConflict(port))
+	}
+}
+
+// A stand-in nominated to a node is among its occupants, after its tasks,
+// and not among its tasks; Unhold forgets it.
+func TestNodeNominate(t *testing.T) {
+	n := api.NewNodeInfo(st.MakeNode("n").Capacity("8", "8Gi", 0).Obj())
+	running := api.NewTaskInfo("", st.MakePod("ns", "running").Req("1", "1Gi").Node("n").Phase(corev1.PodRunning).Obj())
+	if err := n.AddTask(running); err != nil {
+		t.Fatal(err)
+	}
+	waiting := api.NewTaskInfo("ns/j", st.MakePod("ns", "waiting").Job("j").Req("2", "1Gi").Obj())
+	nominee := waiting.Nominee(n.Name, api.Resource{MilliCPU: 1000})
+	if nominee.UID == waiting.UID || nominee.Pod != waiting.Pod || nominee.NodeName != "n" || nominee.Status != api.Allocated ||
+		nominee.Resreq.MilliCPU != 1000 || waiting.NodeName != "" || waiting.Status != api.Pending {
+		t.Fatalf("nominee %+v of %+v: want a copy on n with a UID of its own, asking 1000m, the task unchanged", nominee, waiting)
+	}
+	idle := n.Idle
+	n.Nominate(nominee)
+	if got := slices.Collect(n.Occupants()); !slices.Equal(got, []*api.TaskInfo{running, nominee}) || len(n.Tasks) != 1 || !n.Reserved() || !n.Idle.Equal(&idle) {
+		t.Errorf("after Nominate: occupants %v, %d tasks, reserved %t, idle %v; want the running task and the nominee, 1 task, reserved, idle unchanged",
+			got, len(n.Tasks), n.Reserved(), n.Idle)
+	}
+	n.Unhold()
+	if got := slices.Collect(n.Occupants()); !slices.Equal(got, []*api.TaskInfo{running}) || n.Reserved() {
+		t.Errorf("after Unhold: occupants %v, reserved %t; want the running task alone, nothing reserved", got, n.Reserved())
 	}
 }

@@ -45,6 +45,10 @@ type TaskInfo struct {
 	NodeName string
 	Status   TaskStatus
 
+	// Nominated says the task is the stand-in of another (Nominee) for the
+	// room kept for it: it does not run yet.
+	Nominated bool
+
 	// Preempted says the pod carries a DisruptionTarget condition with
 	// reason PreemptionByScheduler: some scheduler (this one or another)
 	// decided to delete it to make room. Its gang is being preempted.
@@ -100,9 +104,7 @@ func NewTaskInfo(job JobID, pod *corev1.Pod) *TaskInfo {
 		Controlled:        metav1.GetControllerOfNoCopy(pod) != nil,
 		Rules:             newPodRules(pod),
 	}
-	for _, name := range t.Resreq.ScalarNames() {
-		t.ScalarRequests = append(t.ScalarRequests, ScalarQuantity{Name: name, Value: t.Resreq.Scalars[name]})
-	}
+	t.ScalarRequests = scalarRequests(&t.Resreq)
 	if job != "" || t.Status == Pending {
 		t.Features = podFeatures(pod)
 		t.RequiredAffinity = nodeaffinity.GetRequiredNodeAffinity(pod)
@@ -136,6 +138,31 @@ func Shape(tasks []*TaskInfo, withLabels bool) (string, bool) {
 	}
 	return b.String(), true
 }
+
+// scalarRequests lists r's non-zero scalars sorted by name.
+func scalarRequests(r *Resource) []ScalarQuantity {
+	var out []ScalarQuantity
+	for _, name := range r.ScalarNames() {
+		out = append(out, ScalarQuantity{Name: name, Value: r.Scalars[name]})
+	}
+	return out
+}
+
+// Nominee returns the stand-in of t for the room kept for it on node
+// (NodeInfo.Reserve and Nominate): a copy of t placed there, asking took
+// (what was kept of its requests; the part still held by leaving pods
+// is theirs until they go), with a UID of its own, since whatever keeps
+// state by task UID must not take it for t, which a later session places.
+func (t *TaskInfo) Nominee(node string, took Resource) *TaskInfo {
+	n := *t
+	n.UID += nomineeSuffix
+	n.NodeName, n.Status, n.Nominated = node, Allocated, true
+	n.Resreq, n.ScalarRequests = took, scalarRequests(&took)
+	return &n
+}
+
+// nomineeSuffix makes the UID of a Nominee.
+const nomineeSuffix = "/nominated"
 
 // ScalarQuantity is an amount of one scalar resource.
 type ScalarQuantity struct {

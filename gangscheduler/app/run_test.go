@@ -627,6 +627,7 @@ plugins:
 - name: priority
 - name: gang
 - name: predicates
+- name: interpodaffinity
 - name: nodeorder
 - name: proportion
 - name: reservation
@@ -688,6 +689,52 @@ plugins:
 			waitCycles(2)
 			got := placement(Default)
 			Expect(got).To(And(HaveKeyWithValue("elastic-0", gpuNode), HaveKeyWithValue("elastic-1", gpuNode), HaveKeyWithValue("other-0", "")))
+			Expect(counter("troupe_scheduler_preemptions_total", nil)).To(Equal(preemptionsBefore+1), "one victim gang, preempted once")
+		})
+
+		It("keeps a pod the preemptor's anti-affinity selects off its node while a victim still terminates", func() {
+			preemptionsBefore := counter("troupe_scheduler_preemptions_total", nil)
+
+			By("an elastic gang of 4, minMember 2, takes the node's 4 GPUs")
+			create(testutil.MakePodGroup("elastic", ns).MinMember(2).Obj())
+			create(member("elastic-0", "elastic", 1), member("elastic-1", "elastic", 1), member("elastic-2", "elastic", 1), member("elastic-3", "elastic", 1))
+			start([]string{"--config=" + config})
+			Eventually(func(g Gomega) {
+				for _, p := range []string{"elastic-0", "elastic-1", "elastic-2", "elastic-3"} {
+					g.Expect(placement(g)).To(HaveKeyWithValue(p, gpuNode))
+				}
+			}).Should(Succeed())
+
+			By("a gang of 2 GPUs of higher priority that keeps app=web pods off its node: 2 members are preempted")
+			noWeb := testutil.PodTerm(corev1.LabelHostname, map[string]string{"app": "web"}).Obj()
+			for _, name := range []string{"high-0", "high-1"} {
+				create(testutil.MakeGangPod(name, ns).Group("high").Request(corev1.ResourceCPU, "1").GPU(1).PodAntiAffinity(noWeb).Obj())
+			}
+			create(testutil.MakePodGroup("high", ns).MinMember(2).PriorityClass(high.Name).Obj())
+			Eventually(func(g Gomega) {
+				g.Expect(getPod(g, "elastic-2").DeletionTimestamp).NotTo(BeNil())
+				g.Expect(getPod(g, "elastic-3").DeletionTimestamp).NotTo(BeNil())
+			}).Should(Succeed())
+
+			By("while the victims terminate, an app=web pod that needs no GPU arrives: the node's CPUs would hold it")
+			create(testutil.MakeGangPod("web-0", ns).Group("web").Request(corev1.ResourceCPU, "1").Label("app", "web").Obj())
+			create(testutil.MakePodGroup("web", ns).MinMember(1).Obj())
+			// Without the members counted on the node, web binds there;
+			// high then does not fit beside it once its victims are gone,
+			// and preempts web.
+			waitCycles(3)
+			Expect(placement(Default)).To(HaveKeyWithValue("web-0", ""), "an app=web pod landed where high's room is kept")
+
+			By("the victims go: high binds whole, web still waits, and nothing more was preempted")
+			for _, name := range []string{"elastic-2", "elastic-3"} {
+				Expect(suite.Client.Delete(ctx, getPod(Default, name), client.GracePeriodSeconds(0))).To(Succeed())
+			}
+			Eventually(func(g Gomega) {
+				g.Expect(placement(g)).To(And(HaveKeyWithValue("high-0", gpuNode), HaveKeyWithValue("high-1", gpuNode)))
+			}).Should(Succeed())
+			waitCycles(2)
+			Expect(placement(Default)).To(HaveKeyWithValue("web-0", ""))
+			Expect(getPod(Default, "web-0").DeletionTimestamp).To(BeNil())
 			Expect(counter("troupe_scheduler_preemptions_total", nil)).To(Equal(preemptionsBefore+1), "one victim gang, preempted once")
 		})
 

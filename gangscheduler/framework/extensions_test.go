@@ -238,9 +238,10 @@ func TestJobCompareAgeFallback(t *testing.T) {
 
 // Reserve takes, on the node, as much of the task's request as is idle,
 // and tells the handlers of an allocation of that amount by a stand-in of
-// the task: of its job (so queue and job shares count it), on no node and
-// with a UID of its own (so the handlers that keep pods by UID and node do
-// not take it for the task). ReleaseHolds gives both back.
+// the task: of its job (so queue and job shares count it), on the node (so
+// the rules between pods count it there), with the task's pod and a UID of
+// its own (so the handlers that keep pods by UID do not take it for the
+// task), nominated on the node. ReleaseHolds gives it all back.
 func TestReserveTellsHandlersOfAStandIn(t *testing.T) {
 	snap := st.MustSnapshot(cpuNodes(1, "4"),
 		[]*corev1.Pod{
@@ -269,17 +270,23 @@ func TestReserveTellsHandlersOfAStandIn(t *testing.T) {
 	if n.Idle.MilliCPU != 0 {
 		t.Errorf("idle after the reservation: %dm CPU, want 0 (1 of the 2 asked was idle)", n.Idle.MilliCPU)
 	}
+	if len(n.Nominated) != 1 || n.Nominated[0].Pod != task.Pod || n.Nominated[0].UID != events[0].uid {
+		t.Errorf("nominated on the node: %v, want the stand-in of %s", n.Nominated, task.Key())
+	}
 	ssn.ReleaseHolds()
 	if n.Idle.MilliCPU != 1000 {
 		t.Errorf("idle after ReleaseHolds: %dm CPU, want 1000m", n.Idle.MilliCPU)
+	}
+	if len(n.Nominated) != 0 || n.Reserved() {
+		t.Errorf("after ReleaseHolds: nominated %v, reserved %t; want neither", n.Nominated, n.Reserved())
 	}
 	if len(events) != 2 {
 		t.Fatalf("events %+v, want an allocation and its undoing", events)
 	}
 	for i, sign := range []string{"+", "-"} {
 		e := events[i]
-		if e.sign != sign || e.job != "ns/j" || e.node != "" || e.milliCPU != 1000 || e.uid == task.UID || e.uid != events[0].uid {
-			t.Errorf("event %d = %+v; want %s of a stand-in of ns/j, on no node, 1000m CPU, a UID not the task's, the same both times", i, e, sign)
+		if e.sign != sign || e.job != "ns/j" || e.node != n.Name || e.milliCPU != 1000 || e.uid == task.UID || e.uid != events[0].uid {
+			t.Errorf("event %d = %+v; want %s of a stand-in of ns/j, on %s, 1000m CPU, a UID not the task's, the same both times", i, e, sign, n.Name)
 		}
 	}
 }

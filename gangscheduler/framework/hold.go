@@ -80,9 +80,11 @@ func (ssn *Session) Hold(job *api.JobInfo, nodes []*api.NodeInfo) {
 // host ports (api.NodeInfo.Reserve), and the same amount in the gang's
 // queue (the event handlers are told of an allocation of it, so that the
 // queue-share plugins count it; the part still held by leaving pods is
-// counted there already, as theirs). No other task is placed on that room. Nothing is
-// written anywhere; the next session reserves again if the gang still
-// waits.
+// counted there already, as theirs). No other task is placed on that
+// room, and the tasks placed after it are checked as if the task were on
+// its node (api.NodeInfo.Nominate): a pod its required anti-affinity
+// selects, or whose own selects it, stays off. Nothing is written
+// anywhere; the next session reserves again if the gang still waits.
 func (ssn *Session) Reserve(placements []Decision) {
 	for _, d := range placements {
 		node := ssn.Nodes[d.Node]
@@ -90,20 +92,18 @@ func (ssn *Session) Reserve(placements []Decision) {
 			continue
 		}
 		taken := node.Reserve(&d.Task.Resreq, d.Task.HostPorts)
+		// The task's stand-in, on the node and asking what was taken:
+		// the handlers count it, the queue-share ones in the queue, the
+		// ones of the rules between pods (affinity, spread, volumes) on
+		// the node, for the tasks placed after it.
+		nominee := d.Task.Nominee(node.Name, taken)
+		node.Nominate(nominee)
 		ssn.nodeChanged(node)
 		ssn.reserved = append(ssn.reserved, node)
-		// A stand-in of the task for the handlers, of its job, asking what
-		// was taken, on no node and with a UID of its own: the handlers
-		// that count pods on nodes (spread, affinity, volumes) keep
-		// state by task UID and node, and must not take it for the task.
-		part := &api.TaskInfo{UID: d.Task.UID + reservedSuffix, Job: d.Task.Job, Namespace: d.Task.Namespace, Name: d.Task.Name, Resreq: taken}
-		ssn.reservedTasks = append(ssn.reservedTasks, part)
-		ssn.fireAllocate(part)
+		ssn.reservedTasks = append(ssn.reservedTasks, nominee)
+		ssn.fireAllocate(nominee)
 	}
 }
-
-// reservedSuffix makes the UID of a reservation's stand-in task.
-const reservedSuffix = "/reserved"
 
 // ReleaseHolds gives every held or reserved node its idle resources back,
 // for what reads the nodes after the decisions (diagnoses): a holder is

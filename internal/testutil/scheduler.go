@@ -217,6 +217,28 @@ func (b *GangPodBuilder) Claim(volume, claim string) *GangPodBuilder {
 	return b
 }
 
+// Label sets a label.
+func (b *GangPodBuilder) Label(k, v string) *GangPodBuilder {
+	if b.pod.Labels == nil {
+		b.pod.Labels = map[string]string{}
+	}
+	b.pod.Labels[k] = v
+	return b
+}
+
+// PodAntiAffinity adds required pod anti-affinity terms (see PodTerm).
+func (b *GangPodBuilder) PodAntiAffinity(terms ...corev1.PodAffinityTerm) *GangPodBuilder {
+	if b.pod.Spec.Affinity == nil {
+		b.pod.Spec.Affinity = &corev1.Affinity{}
+	}
+	if b.pod.Spec.Affinity.PodAntiAffinity == nil {
+		b.pod.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	a := b.pod.Spec.Affinity.PodAntiAffinity
+	a.RequiredDuringSchedulingIgnoredDuringExecution = append(a.RequiredDuringSchedulingIgnoredDuringExecution, terms...)
+	return b
+}
+
 // Obj returns the pod.
 func (b *GangPodBuilder) Obj() *corev1.Pod { return b.pod.DeepCopy() }
 

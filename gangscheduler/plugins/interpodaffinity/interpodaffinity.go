@@ -120,9 +120,12 @@ type change struct {
 // PreFilter and PreScore count for one pod from its own terms.
 type ownCounts struct {
 	rules *api.PodRules
-	// affinity counts, per domain of each required affinity term, the pods
-	// that match all the required affinity terms.
-	affinity domains
+	// affinity counts, per domain of each required affinity term, the
+	// running pods that match all the required affinity terms, and
+	// nominatedAffinity the nominated ones (api.NodeInfo.Nominate): they
+	// do not run yet, so the filter asks the terms with them and without
+	// them, as kube-scheduler does.
+	affinity, nominatedAffinity domains
 	// anti counts, per domain of each required anti-affinity term, the
 	// pods it matches.
 	anti domains
@@ -143,7 +146,7 @@ func (p *plugin) OnSessionOpen(ssn *framework.Session) {
 	}
 	sensitive := false
 	for _, n := range ssn.NodesTaken() {
-		for _, t := range n.Tasks {
+		for t := range n.Occupants() {
 			if t.Rules.HasPodAffinity() {
 				s.index(t, n, 1)
 				sensitive = sensitive || len(t.Rules.AntiAffinity) > 0
@@ -183,23 +186,13 @@ func (s *state) filter(task *api.TaskInfo, node *api.NodeInfo) framework.Status 
 	nodeLabels := node.Node.Labels
 	if own {
 		c := s.countsOf(task)
-		if len(r.Affinity) > 0 {
-			podsExist := true
-			for i := range r.Affinity {
-				key := r.Affinity[i].TopologyKey
-				value, ok := nodeLabels[key]
-				if !ok {
-					return framework.Unfit(ReasonAffinity) // every topology key must be on the node
-				}
-				if c.affinity.get(key, value) <= 0 {
-					podsExist = false
-				}
+		for i := range r.Affinity {
+			if _, ok := nodeLabels[r.Affinity[i].TopologyKey]; !ok {
+				return framework.Unfit(ReasonAffinity) // every topology key must be on the node
 			}
-			// The first pod of a group with affinity to itself: no pod
-			// anywhere matches its terms, and it matches them itself.
-			if !podsExist && (!c.affinity.empty() || !matchesAll(r.Affinity, task.Pod, s.ssn.Namespaces[task.Namespace])) {
-				return framework.Unfit(ReasonAffinity)
-			}
+		}
+		if len(r.Affinity) > 0 && !s.affinityMet(task, c, nodeLabels) {
+			return framework.Unfit(ReasonAffinity)
 		}
 		for i := range r.AntiAffinity {
 			key := r.AntiAffinity[i].TopologyKey
@@ -283,13 +276,14 @@ func (s *state) catchUp(c *ownCounts) *ownCounts {
 // newCounts counts the pods on nodes under the terms of r, each term
 // visiting only the pods its selector may select (podindex).
 func (s *state) newCounts(r *api.PodRules) *ownCounts {
-	c := &ownCounts{rules: r, affinity: newDomains(), anti: newDomains(), score: newDomains(), applied: len(s.log)}
+	c := &ownCounts{
+		rules: r, affinity: newDomains(), nominatedAffinity: newDomains(), anti: newDomains(), score: newDomains(),
+		applied: len(s.log),
+	}
 	if len(r.Affinity) > 0 {
 		for _, p := range s.pods.Candidates(r.Affinity[0].Selector) {
 			if matchesAll(r.Affinity, p.Task.Pod, s.ssn.Namespaces[p.Task.Namespace]) {
-				for i := range r.Affinity {
-					c.affinity.addAt(p.Node, r.Affinity[i].TopologyKey, 1)
-				}
+				c.addAffinity(p.Task, p.Node, 1)
 			}
 		}
 	}
@@ -317,9 +311,7 @@ func (s *state) count(c *ownCounts, e *api.TaskInfo, n *api.NodeInfo, v int64) {
 	r := c.rules
 	nsLabels := s.ssn.Namespaces[e.Namespace]
 	if len(r.Affinity) > 0 && matchesAll(r.Affinity, e.Pod, nsLabels) {
-		for i := range r.Affinity {
-			c.affinity.addAt(n, r.Affinity[i].TopologyKey, v)
-		}
+		c.addAffinity(e, n, v)
 	}
 	for i := range r.AntiAffinity {
 		if r.AntiAffinity[i].Matches(e.Pod, nsLabels) {
@@ -336,6 +328,42 @@ func (s *state) count(c *ownCounts, e *api.TaskInfo, n *api.NodeInfo, v int64) {
 			c.score.addAt(n, t.TopologyKey, -int64(t.Weight)*v)
 		}
 	}
+}
+
+// addAffinity counts pod e, on node n, v times under every required
+// affinity term, all of which it matches.
+func (c *ownCounts) addAffinity(e *api.TaskInfo, n *api.NodeInfo, v int64) {
+	d := &c.affinity
+	if e.Nominated {
+		d = &c.nominatedAffinity
+	}
+	for i := range c.rules.Affinity {
+		d.addAt(n, c.rules.Affinity[i].TopologyKey, v)
+	}
+}
+
+// affinityMet is kube-scheduler's required pod affinity check, asked with
+// the nominated pods and without them: met where a running pod matching
+// every term is in each term's domain of the node; or, for the first pod
+// of a group with affinity to itself (no running pod anywhere matches the
+// terms, and the pod does), anywhere while no nominated pod matches
+// either, and beside one otherwise.
+func (s *state) affinityMet(task *api.TaskInfo, c *ownCounts, nodeLabels map[string]string) bool {
+	in := func(d *domains) bool {
+		for i := range task.Rules.Affinity {
+			if d.get(task.Rules.Affinity[i].TopologyKey, nodeLabels[task.Rules.Affinity[i].TopologyKey]) <= 0 {
+				return false
+			}
+		}
+		return true
+	}
+	if in(&c.affinity) {
+		return true
+	}
+	if !c.affinity.empty() || !matchesAll(task.Rules.Affinity, task.Pod, s.ssn.Namespaces[task.Namespace]) {
+		return false
+	}
+	return c.nominatedAffinity.empty() || in(&c.nominatedAffinity)
 }
 
 func matchesAll(terms []api.AffinityTerm, pod *corev1.Pod, nsLabels labels.Set) bool {

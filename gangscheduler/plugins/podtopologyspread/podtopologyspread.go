@@ -103,11 +103,17 @@ type spreadCounts struct {
 	elig      *eligibility
 	// counts[i] are the matching pods per eligible domain of constraint i.
 	counts []map[string]int
-	// minimum[i] is the least of counts[i] over its eligible domains,
-	// recomputed when stale.
-	minimum []int
-	stale   bool
-	applied int
+	// nominated[i] are the nominated pods among counts[i] (the stand-ins
+	// of the room kept for a gang, api.NodeInfo.Nominate), nil while
+	// there are none: they do not run yet, so the filter asks each rule
+	// with them and without them, as kube-scheduler does.
+	nominated []map[string]int
+	// minimum[i] is the least of counts[i] over its eligible domains, and
+	// minimumRunning[i] the least without the nominated pods; recomputed
+	// when stale.
+	minimum, minimumRunning []int
+	stale                   bool
+	applied                 int
 }
 
 func (p *plugin) OnSessionOpen(ssn *framework.Session) {
@@ -155,7 +161,11 @@ func (s *state) filter(task *api.TaskInfo, node *api.NodeInfo) framework.Status 
 		if !ok {
 			return framework.Unfit(ReasonNodeLabelNotMatch)
 		}
-		if c.counts[i][value]+s.lastSelf[i]-c.globalMin(i) > int(con.MaxSkew) {
+		if c.counts[i][value]+s.lastSelf[i]-c.globalMin(i, false) > int(con.MaxSkew) {
+			return framework.Unfit(ReasonConstraintsNotMatch)
+		}
+		if c.nominated != nil && len(c.nominated[i]) > 0 &&
+			c.counts[i][value]-c.nominated[i][value]+s.lastSelf[i]-c.globalMin(i, true) > int(con.MaxSkew) {
 			return framework.Unfit(ReasonConstraintsNotMatch)
 		}
 	}
@@ -185,20 +195,27 @@ func scheduleAnyway(task *api.TaskInfo) bool {
 
 // globalMin is kube-scheduler's minMatchNum: the least matching count over
 // the constraint's eligible domains, or 0 while there are fewer of them
-// than minDomains.
-func (c *spreadCounts) globalMin(i int) int {
+// than minDomains; of the running pods alone (no nominated pod) if
+// running.
+func (c *spreadCounts) globalMin(i int, running bool) int {
 	if c.stale {
 		for j := range c.minimum {
-			m := math.MaxInt
+			m, mr := math.MaxInt, math.MaxInt
 			for d := range c.elig.domains[j] {
 				m = min(m, c.counts[j][d])
+				if c.nominated != nil {
+					mr = min(mr, c.counts[j][d]-c.nominated[j][d])
+				}
 			}
-			c.minimum[j] = m
+			c.minimum[j], c.minimumRunning[j] = m, mr
 		}
 		c.stale = false
 	}
 	if len(c.elig.domains[i]) < int(c.rules.Spread[i].MinDomains) {
 		return 0
+	}
+	if running {
+		return c.minimumRunning[i]
 	}
 	return c.minimum[i]
 }
@@ -217,7 +234,8 @@ func (s *state) countsOf(task *api.TaskInfo) *spreadCounts {
 	elig := s.eligibilityOf(task)
 	c = &spreadCounts{
 		rules: task.Rules, namespace: task.Namespace, elig: elig,
-		counts: make([]map[string]int, len(task.Rules.Spread)), minimum: make([]int, len(task.Rules.Spread)),
+		counts:  make([]map[string]int, len(task.Rules.Spread)),
+		minimum: make([]int, len(task.Rules.Spread)), minimumRunning: make([]int, len(task.Rules.Spread)),
 		stale: true, applied: len(s.log),
 	}
 	for i := range c.counts {
@@ -262,7 +280,17 @@ func (c *spreadCounts) countFor(i int, e *api.TaskInfo, n *api.NodeInfo, v int) 
 	if con.Selector.Empty() || !con.Selector.Matches(labels.Set(e.Pod.Labels)) {
 		return
 	}
-	c.counts[i][n.Node.Labels[con.TopologyKey]] += v
+	d := n.Node.Labels[con.TopologyKey]
+	c.counts[i][d] += v
+	if e.Nominated {
+		if c.nominated == nil {
+			c.nominated = make([]map[string]int, len(c.counts))
+		}
+		if c.nominated[i] == nil {
+			c.nominated[i] = map[string]int{}
+		}
+		c.nominated[i][d] += v
+	}
 	c.stale = true
 }
 

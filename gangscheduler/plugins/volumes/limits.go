@@ -183,7 +183,7 @@ func (s *state) attachFits(pod []attachment, node *api.NodeInfo) bool {
 	}
 	if nv.attached == nil {
 		nv.attached, nv.perDriver = map[attachment]int{}, map[string]int64{}
-		for _, t := range node.Tasks {
+		for t := range node.Occupants() {
 			for _, a := range s.attachedOf(t) {
 				nv.add(a, 1)
 			}

@@ -400,7 +400,7 @@ func (s *state) inUse(claims []string) bool {
 	if s.users == nil {
 		s.users = map[string]int{}
 		for _, n := range s.ssn.NodesTaken() {
-			for _, t := range n.Tasks {
+			for t := range n.Occupants() {
 				s.countUser(t, 1)
 			}
 		}

@@ -470,6 +470,48 @@ func TestReadWriteOncePod(t *testing.T) {
 	})
 }
 
+// The room kept on a node for a gang that waits for pods to leave
+// (framework.Session.Reserve) holds its volumes there as its pod would:
+// its ReadWriteOncePod claim is in use, and its volumes count against the
+// node's attach limit, for every pod placed after the reservation. The
+// plugin counts both on first ask, after the reservation: from the node's
+// nominated pods as well as its tasks.
+func TestReservedRoomHoldsItsVolumes(t *testing.T) {
+	storage := claims{
+		PersistentVolumeClaims: pvcs(bound("data", "pv-data").AccessModes(corev1.ReadWriteOncePod), bound("own", "pv-own"), bound("mine", "pv-mine")),
+		PersistentVolumes:      pvs(csiPV("pv-data"), csiPV("pv-own"), csiPV("pv-mine")),
+		CSINodes:               []*storagev1.CSINode{csiNode("n0", 1)},
+	}
+	tests := []struct {
+		name          string
+		keeper, other string // the claims of the waiting gang's pod and of the other pod
+		message       string
+	}{
+		{name: "its ReadWriteOncePod claim is in use", keeper: "data", other: "data", message: string(volumes.ReasonReadWriteOncePodConflict)},
+		{name: "its volume counts against the node's attach limit", keeper: "own", other: "mine", message: string(volumes.ReasonMaxVolumeCount)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// keeper-0 fits no node now (as a preemptor whose victims
+			// still leave): only the room kept for it is on n0.
+			ps := pods(
+				st.MakePod("ns", "keeper-0").Job("keeper").Req("1", "1Gi").NodeSelector("pool", "none").Claim("data", tt.keeper),
+				member(0).Claim("data", tt.other),
+			)
+			keeper, job := st.MakeJob("ns", "keeper").Priority(10).Obj(), st.MakeJob("ns", "g").Obj()
+			snap := st.MustSnapshotWithStorage(nodes("n0"), ps, []*api.JobInfo{keeper, job}, storage)
+			ssn := framework.OpenSession(snap, plugins.Default()...)
+			ssn.Reserve([]framework.Decision{{Task: snap.Jobs[keeper.UID].PendingTasks()[0], Node: "n0"}})
+			ssn.Run(actions.NewAllocate())
+			placed := map[string]string{}
+			for _, d := range ssn.Bindings() {
+				placed[d.Task.Name] = d.Node
+			}
+			outcome{reason: actions.ReasonNotEnoughResources, message: tt.message}.check(t, placed, ssn, job)
+		})
+	}
+}
+
 // NodeVolumeLimits: a node's CSINode caps the distinct volumes of a
 // driver attached to it, the gang's own members included.
 func TestCSIVolumeLimits(t *testing.T) {

@@ -45,7 +45,7 @@ func (x *Index) build() {
 	}
 	x.built = true
 	for _, n := range x.nodes() {
-		for _, t := range n.Tasks {
+		for t := range n.Occupants() {
 			if t.Pod != nil {
 				x.all = append(x.all, Placed{Task: t, Node: n})
 			}

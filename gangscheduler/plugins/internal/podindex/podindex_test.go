@@ -69,3 +69,26 @@ func TestCandidates(t *testing.T) {
 		t.Errorf("after Remove: %v", got)
 	}
 }
+
+// An index built after a node's room was reserved for a task lists the
+// task's stand-in there (api.NodeInfo.Nominate), as it lists the node's
+// pods: the rules between pods count it as on the node.
+func TestCandidatesCountNominatedPods(t *testing.T) {
+	snap := st.MustSnapshot([]*corev1.Node{st.MakeNode("n1").Capacity("8", "8Gi", 0).Obj()}, []*corev1.Pod{
+		st.MakePod("ns", "a0").Labels("job", "a").Node("n1").Obj(),
+	}, nil)
+	n1 := snap.Nodes["n1"]
+	waiting := api.NewTaskInfo("", st.MakePod("ns", "a1").Labels("job", "a").Obj())
+	n1.Nominate(waiting.Nominee(n1.Name, api.Resource{}))
+
+	x := podindex.New(snap.NodesTaken)
+	got := x.Candidates(selector(t, &metav1.LabelSelector{MatchLabels: map[string]string{"job": "a"}}))
+	if !slices.Equal(names(got), []string{"a0", "a1"}) {
+		t.Fatalf("candidates %v, want a0 and a1's stand-in", names(got))
+	}
+	for _, p := range got {
+		if p.Node != n1 {
+			t.Errorf("%s on %s, want n1", p.Task.Name, p.Node.Name)
+		}
+	}
+}
