@@ -724,6 +724,11 @@ plugins:
 			// and preempts web.
 			waitCycles(3)
 			Expect(placement(Default)).To(HaveKeyWithValue("web-0", ""), "an app=web pod landed where high's room is kept")
+			Eventually(func(g Gomega) {
+				c := meta.FindStatusCondition(getPodGroup(g, "web").Status.Conditions, schedulingv1alpha1.PodGroupUnschedulable)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Message).To(ContainSubstring("the room it would take is kept for " + ns + "/high"))
+			}).Should(Succeed())
 
 			By("the victims go: high binds whole, web still waits, and nothing more was preempted")
 			for _, name := range []string{"elastic-2", "elastic-3"} {
