@@ -172,7 +172,9 @@ func (n *NodeInfo) Reserve(r *Resource, ports []corev1.ContainerPort) Resource {
 // nominated pod of higher priority when it filters another. So no pod
 // lands there that the task's required anti-affinity selects, or whose
 // own selects the task, or that uses a ReadWriteOncePod claim of the
-// task's. Unhold forgets it.
+// task's; and a rule the task would help meet (pod affinity, topology
+// spread) must hold without it too, since it does not run yet. Unhold
+// forgets it.
 func (n *NodeInfo) Nominate(t *TaskInfo) {
 	n.touch()
 	n.Nominated = append(n.Nominated, t)
