@@ -408,6 +408,21 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 	job := func(name string, prio, min int32, phase api.JobPhase) *api.JobInfo {
 		return withPhase(st.MakeJob("ns", name).Priority(prio).MinMember(min).Obj(), phase)
 	}
+	// In the cases of high's rules, high must go to gpu-0, the GPU node of
+	// pool a (one of its 2 GPUs idle, one held by gone-0, leaving), with
+	// its rule; low, of lower priority, comes after it.
+	inPoolA := func(name, cpu string, gpus int64) *corev1.Node {
+		return st.MakeNode(name).Capacity(cpu, "64Gi", gpus).Label("pool", "a").Obj()
+	}
+	highOnGPU0 := func(rule func(*st.PodWrapper)) []*corev1.Pod {
+		return makeGang("high", 1, func(p *st.PodWrapper) {
+			p.Req("1", "1Gi").GPU(2).NodeSelector("pool", "a")
+			rule(p)
+		})
+	}
+	highWaits := func(low api.JobPhase, lowMin int32) []*api.JobInfo {
+		return []*api.JobInfo{job("gone", 0, 1, api.JobRunning), job("high", 10, 1, api.JobPending), job("low", 0, lowMin, low)}
+	}
 	// An elastic gang lost its members 2 and 3 to high: 2 is gone, 3
 	// still terminates; low asks for the GPU 2 left.
 	elasticLost := slices.Concat(
@@ -505,20 +520,16 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 	}, {
 		// high must go to gpu-0 (one GPU idle, one leaving) and needs host
 		// port 2222 there; low asks nothing but that port (and a CPU).
-		name: "nor is a host port it needs",
-		nodes: []*corev1.Node{
-			st.MakeNode("gpu-0").Capacity("16", "64Gi", 2).Label("pool", "a").Obj(), gpu("gpu-1"),
-		},
+		name:  "nor is a host port it needs",
+		nodes: []*corev1.Node{inPoolA("gpu-0", "16", 2), gpu("gpu-1")},
 		pods: slices.Concat(
 			[]*corev1.Pod{victim("gone", "gone-0", "gpu-0", 1)},
-			makeGang("high", 1, func(p *st.PodWrapper) {
-				p.Req("1", "1Gi").GPU(2).NodeSelector("pool", "a").HostPort("", corev1.ProtocolTCP, 2222)
-			}),
+			highOnGPU0(func(p *st.PodWrapper) { p.HostPort("", corev1.ProtocolTCP, 2222) }),
 			makeGang("low", 1, func(p *st.PodWrapper) {
 				p.Req("1", "1Gi").NodeSelector("pool", "a").HostPort("", corev1.ProtocolTCP, 2222)
 			}),
 		),
-		jobs: []*api.JobInfo{job("gone", 0, 1, api.JobRunning), job("high", 10, 1, api.JobPending), job("low", 0, 1, api.JobPending)},
+		jobs: highWaits(api.JobPending, 1),
 		want: map[api.JobID]map[string]string{},
 	}, {
 		// high must go to gpu-0 (one GPU idle, one leaving), and keeps
@@ -526,37 +537,29 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 		// is such a pod and asks for a CPU of gpu-0 alone, which the
 		// reservation leaves free: it gives its admission back rather
 		// than land where high could not follow.
-		name: "nor is a node its required anti-affinity keeps others off",
-		nodes: []*corev1.Node{
-			st.MakeNode("gpu-0").Capacity("16", "64Gi", 2).Label("pool", "a").Obj(), gpu("gpu-1"),
-		},
+		name:  "nor is a node its required anti-affinity keeps others off",
+		nodes: []*corev1.Node{inPoolA("gpu-0", "16", 2), gpu("gpu-1")},
 		pods: slices.Concat(
 			[]*corev1.Pod{victim("gone", "gone-0", "gpu-0", 1)},
-			makeGang("high", 1, func(p *st.PodWrapper) {
-				p.Req("1", "1Gi").GPU(2).NodeSelector("pool", "a").PodAntiAffinity(corev1.LabelHostname, "app", "web")
-			}),
+			highOnGPU0(func(p *st.PodWrapper) { p.PodAntiAffinity(corev1.LabelHostname, "app", "web") }),
 			makeGang("low", 1, func(p *st.PodWrapper) { p.Req("1", "1Gi").NodeSelector("pool", "a").Labels("app", "web") }),
 		),
-		jobs:    []*api.JobInfo{job("gone", 0, 1, api.JobRunning), job("high", 10, 1, api.JobPending), job("low", 0, 1, api.JobInqueue)},
+		jobs:    highWaits(api.JobInqueue, 1),
 		want:    map[api.JobID]map[string]string{},
 		revoked: []api.JobID{"ns/low"},
 	}, {
 		// The same, the other way round: low's anti-affinity selects
 		// high's pods (app=train), so high could not land beside it.
-		name: "nor is a node where another pod's anti-affinity would keep it out",
-		nodes: []*corev1.Node{
-			st.MakeNode("gpu-0").Capacity("16", "64Gi", 2).Label("pool", "a").Obj(), gpu("gpu-1"),
-		},
+		name:  "nor is a node where another pod's anti-affinity would keep it out",
+		nodes: []*corev1.Node{inPoolA("gpu-0", "16", 2), gpu("gpu-1")},
 		pods: slices.Concat(
 			[]*corev1.Pod{victim("gone", "gone-0", "gpu-0", 1)},
-			makeGang("high", 1, func(p *st.PodWrapper) {
-				p.Req("1", "1Gi").GPU(2).NodeSelector("pool", "a").Labels("app", "train")
-			}),
+			highOnGPU0(func(p *st.PodWrapper) { p.Labels("app", "train") }),
 			makeGang("low", 1, func(p *st.PodWrapper) {
 				p.Req("1", "1Gi").NodeSelector("pool", "a").PodAntiAffinity(corev1.LabelHostname, "app", "train")
 			}),
 		),
-		jobs: []*api.JobInfo{job("gone", 0, 1, api.JobRunning), job("high", 10, 1, api.JobPending), job("low", 0, 1, api.JobPending)},
+		jobs: highWaits(api.JobPending, 1),
 		want: map[api.JobID]map[string]string{},
 	}, {
 		// low spreads its 2 pods by node at most 1 apart, counting app=
@@ -566,19 +569,17 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 		// (high may use no other node: gpu-1 and gpu-2 are not in pool a).
 		name: "another gang's topology spread counts it where it will run",
 		nodes: []*corev1.Node{
-			st.MakeNode("gpu-0").Capacity("64", "256Gi", 2).Label("pool", "a").Obj(), gpu("gpu-1"), gpu("gpu-2"),
+			inPoolA("gpu-0", "64", 2), gpu("gpu-1"), gpu("gpu-2"),
 		},
 		pods: slices.Concat(
 			[]*corev1.Pod{victim("gone", "gone-0", "gpu-0", 1)},
-			makeGang("high", 1, func(p *st.PodWrapper) {
-				p.Req("1", "1Gi").GPU(2).NodeSelector("pool", "a").Labels("app", "train")
-			}),
+			highOnGPU0(func(p *st.PodWrapper) { p.Labels("app", "train") }),
 			makeGang("low", 2, func(p *st.PodWrapper) {
 				p.Req("1", "1Gi").Labels("app", "train").
 					Spread(1, corev1.LabelHostname, corev1.DoNotSchedule, nil, "app", "train")
 			}),
 		),
-		jobs:     []*api.JobInfo{job("gone", 0, 1, api.JobRunning), job("high", 10, 1, api.JobPending), job("low", 0, 2, api.JobPending)},
+		jobs:     highWaits(api.JobPending, 2),
 		want:     map[api.JobID]map[string]string{"ns/low": {"low-0": "gpu-1", "low-1": "gpu-2"}},
 		admitted: []api.JobID{"ns/low"},
 	}, {
@@ -587,67 +588,52 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 		// running r-0, would be 2 apart from gpu-0 while high does not
 		// run yet. So it goes to gpu-0, beside high's room; otherwise to
 		// cpu-1, the CPU node a CPU pod is kept on.
-		name: "another gang's topology spread is kept without it too",
-		nodes: []*corev1.Node{
-			st.MakeNode("gpu-0").Capacity("16", "64Gi", 2).Label("pool", "a").Obj(),
-			st.MakeNode("cpu-1").Capacity("16", "64Gi", 0).Label("pool", "a").Obj(),
-		},
+		name:  "another gang's topology spread is kept without it too",
+		nodes: []*corev1.Node{inPoolA("gpu-0", "16", 2), inPoolA("cpu-1", "16", 0)},
 		pods: slices.Concat(
 			[]*corev1.Pod{
 				victim("gone", "gone-0", "gpu-0", 1),
 				st.MakePod("ns", "r-0").Req("1", "1Gi").Labels("app", "train").Node("cpu-1").Phase(corev1.PodRunning).Obj(),
 			},
-			makeGang("high", 1, func(p *st.PodWrapper) {
-				p.Req("1", "1Gi").GPU(2).NodeSelector("pool", "a").Labels("app", "train")
-			}),
+			highOnGPU0(func(p *st.PodWrapper) { p.Labels("app", "train") }),
 			makeGang("low", 1, func(p *st.PodWrapper) {
 				p.Req("1", "1Gi").NodeSelector("pool", "a").Labels("app", "train").
 					Spread(1, corev1.LabelHostname, corev1.DoNotSchedule, nil, "app", "train")
 			}),
 		),
-		jobs:     []*api.JobInfo{job("gone", 0, 1, api.JobRunning), job("high", 10, 1, api.JobPending), job("low", 0, 1, api.JobPending)},
+		jobs:     highWaits(api.JobPending, 1),
 		want:     map[api.JobID]map[string]string{"ns/low": {"low-0": "gpu-0"}},
 		admitted: []api.JobID{"ns/low"},
 	}, {
 		// low must be beside a pod labelled app=train, and only high's
 		// would be (on gpu-0): a member that does not run yet meets no
 		// one's affinity, so low waits.
-		name: "another gang's required affinity is not met by it alone",
-		nodes: []*corev1.Node{
-			st.MakeNode("gpu-0").Capacity("16", "64Gi", 2).Label("pool", "a").Obj(),
-			st.MakeNode("cpu-1").Capacity("16", "64Gi", 0).Label("pool", "a").Obj(),
-		},
+		name:  "another gang's required affinity is not met by it alone",
+		nodes: []*corev1.Node{inPoolA("gpu-0", "16", 2), inPoolA("cpu-1", "16", 0)},
 		pods: slices.Concat(
 			[]*corev1.Pod{victim("gone", "gone-0", "gpu-0", 1)},
-			makeGang("high", 1, func(p *st.PodWrapper) {
-				p.Req("1", "1Gi").GPU(2).NodeSelector("pool", "a").Labels("app", "train")
-			}),
+			highOnGPU0(func(p *st.PodWrapper) { p.Labels("app", "train") }),
 			makeGang("low", 1, func(p *st.PodWrapper) {
 				p.Req("1", "1Gi").NodeSelector("pool", "a").PodAffinity(corev1.LabelHostname, "app", "train")
 			}),
 		),
-		jobs: []*api.JobInfo{job("gone", 0, 1, api.JobRunning), job("high", 10, 1, api.JobPending), job("low", 0, 1, api.JobPending)},
+		jobs: highWaits(api.JobPending, 1),
 		want: map[api.JobID]map[string]string{},
 	}, {
 		// low (app=train) has affinity to app=train: with no such pod
 		// running it is the first of its group and may go anywhere, but
 		// with high's member nominated to gpu-0 only beside it (kube-
 		// scheduler's two passes); otherwise to cpu-1, the CPU node.
-		name: "the first pod of a group with affinity to itself joins the member",
-		nodes: []*corev1.Node{
-			st.MakeNode("gpu-0").Capacity("16", "64Gi", 2).Label("pool", "a").Obj(),
-			st.MakeNode("cpu-1").Capacity("16", "64Gi", 0).Label("pool", "a").Obj(),
-		},
+		name:  "the first pod of a group with affinity to itself joins the member",
+		nodes: []*corev1.Node{inPoolA("gpu-0", "16", 2), inPoolA("cpu-1", "16", 0)},
 		pods: slices.Concat(
 			[]*corev1.Pod{victim("gone", "gone-0", "gpu-0", 1)},
-			makeGang("high", 1, func(p *st.PodWrapper) {
-				p.Req("1", "1Gi").GPU(2).NodeSelector("pool", "a").Labels("app", "train")
-			}),
+			highOnGPU0(func(p *st.PodWrapper) { p.Labels("app", "train") }),
 			makeGang("low", 1, func(p *st.PodWrapper) {
 				p.Req("1", "1Gi").NodeSelector("pool", "a").Labels("app", "train").PodAffinity(corev1.LabelHostname, "app", "train")
 			}),
 		),
-		jobs:     []*api.JobInfo{job("gone", 0, 1, api.JobRunning), job("high", 10, 1, api.JobPending), job("low", 0, 1, api.JobPending)},
+		jobs:     highWaits(api.JobPending, 1),
 		want:     map[api.JobID]map[string]string{"ns/low": {"low-0": "gpu-0"}},
 		admitted: []api.JobID{"ns/low"},
 	}, {

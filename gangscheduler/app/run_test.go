@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -604,6 +605,25 @@ plugins:
 		// its PodGroup first: with no pods and no minResources, it is
 		// admitted on nothing (as a controller that waits for Inqueue
 		// before creating its pods would have it), then its pod comes.
+		// elasticRuns starts the scheduler with an elastic gang of n
+		// members of 1 GPU, minMember 2, and waits until all run on the
+		// GPU node.
+		elasticRuns := func(n int) {
+			By(fmt.Sprintf("an elastic gang of %d, minMember 2, takes %d of the node's 4 GPUs", n, n))
+			create(testutil.MakePodGroup("elastic", ns).MinMember(2).Obj())
+			var names []string
+			for i := range n {
+				name := fmt.Sprintf("elastic-%d", i)
+				names = append(names, name)
+				create(member(name, "elastic", 1))
+			}
+			start([]string{"--config=" + config})
+			Eventually(func(g Gomega) {
+				for _, p := range names {
+					g.Expect(placement(g)).To(HaveKeyWithValue(p, gpuNode))
+				}
+			}).Should(Succeed())
+		}
 		admittedBeforeItsPod := func(group string, gpus int) {
 			create(testutil.MakePodGroup(group, ns).MinMember(1).Obj())
 			Eventually(func(g Gomega) {
@@ -638,15 +658,7 @@ plugins:
 		It("keeps a preemptor's room while a victim still terminates: a lower-priority gang does not take what the victim gone left", func() {
 			preemptionsBefore := counter("troupe_scheduler_preemptions_total", nil)
 
-			By("an elastic gang of 4, minMember 2, takes the node's 4 GPUs")
-			create(testutil.MakePodGroup("elastic", ns).MinMember(2).Obj())
-			create(member("elastic-0", "elastic", 1), member("elastic-1", "elastic", 1), member("elastic-2", "elastic", 1), member("elastic-3", "elastic", 1))
-			start([]string{"--config=" + config})
-			Eventually(func(g Gomega) {
-				for _, p := range []string{"elastic-0", "elastic-1", "elastic-2", "elastic-3"} {
-					g.Expect(placement(g)).To(HaveKeyWithValue(p, gpuNode))
-				}
-			}).Should(Succeed())
+			elasticRuns(4)
 
 			By("a gang of 2 of higher priority: the 2 members above the minimum are preempted")
 			// Pods first: a PodGroup seen without pods and without
@@ -695,15 +707,7 @@ plugins:
 		It("keeps a pod the preemptor's anti-affinity selects off its node while a victim still terminates", func() {
 			preemptionsBefore := counter("troupe_scheduler_preemptions_total", nil)
 
-			By("an elastic gang of 4, minMember 2, takes the node's 4 GPUs")
-			create(testutil.MakePodGroup("elastic", ns).MinMember(2).Obj())
-			create(member("elastic-0", "elastic", 1), member("elastic-1", "elastic", 1), member("elastic-2", "elastic", 1), member("elastic-3", "elastic", 1))
-			start([]string{"--config=" + config})
-			Eventually(func(g Gomega) {
-				for _, p := range []string{"elastic-0", "elastic-1", "elastic-2", "elastic-3"} {
-					g.Expect(placement(g)).To(HaveKeyWithValue(p, gpuNode))
-				}
-			}).Should(Succeed())
+			elasticRuns(4)
 
 			By("a gang of 2 GPUs of higher priority that keeps app=web pods off its node: 2 members are preempted")
 			noWeb := testutil.PodTerm(corev1.LabelHostname, map[string]string{"app": "web"}).Obj()
@@ -746,15 +750,7 @@ plugins:
 		It("admits a preemptor its queue's budget keeps out once its victim is gone: a lower-priority gang admitted earlier and not placed gives the budget back", func() {
 			preemptionsBefore := counter("troupe_scheduler_preemptions_total", nil)
 
-			By("an elastic gang of 3, minMember 2, takes 3 of the node's 4 GPUs")
-			create(testutil.MakePodGroup("elastic", ns).MinMember(2).Obj())
-			create(member("elastic-0", "elastic", 1), member("elastic-1", "elastic", 1), member("elastic-2", "elastic", 1))
-			start([]string{"--config=" + config})
-			Eventually(func(g Gomega) {
-				for _, p := range []string{"elastic-0", "elastic-1", "elastic-2"} {
-					g.Expect(placement(g)).To(HaveKeyWithValue(p, gpuNode))
-				}
-			}).Should(Succeed())
+			elasticRuns(3)
 
 			By("a gang of 2 GPUs of higher priority: the member above the minimum is preempted")
 			create(member("high-0", "high", 1), member("high-1", "high", 1))
