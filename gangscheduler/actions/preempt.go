@@ -97,6 +97,14 @@ import (
 // admission budget keeps out is admitted when lower-priority gangs of its
 // queue, admitted and not placed, give their admission back
 // (admitDisplacing).
+//
+// A preemptor is nominated, as kube-scheduler nominates a pod: while it
+// waits for its room, the nodes of its trial placement are its members'
+// nominated nodes (framework.Session.Nominate; the commit writes them as
+// the pods' status.nominatedNodeName). Once its room is free, preempt
+// places a nominated gang itself, before allocate's queue walk; the
+// nomination of a gang that can neither be placed, nor wait for leaving
+// pods or admission, is cleared.
 type Preempt struct{}
 
 // NewPreempt returns the preempt action.
@@ -107,7 +115,7 @@ func (*Preempt) Name() string { return "preempt" }
 
 // Execute runs preempt on the session.
 func (p *Preempt) Execute(ssn *framework.Session) {
-	pass := preemptPass{ssn: ssn, future: ssn.Statement()}
+	pass := preemptPass{ssn: ssn, future: ssn.Statement(), kept: map[*api.JobInfo]bool{}}
 	// The future view: what terminating pods hold is free for the trials.
 	var releasing []*api.TaskInfo
 	for _, n := range ssn.NodesTaken() {
@@ -176,6 +184,9 @@ type preemptPass struct {
 	// unplaced are the gangs admitted and not placed when the pass
 	// started (admittedUnplaced), nil until asked for.
 	unplaced []*api.JobInfo
+	// kept are the gangs finish placed, or left waiting for leaving pods
+	// or for admission: their nominated nodes stand.
+	kept map[*api.JobInfo]bool
 }
 
 // trialPlacement is where a preemptor's minimal gang fits once its
@@ -397,36 +408,43 @@ func (p *preemptPass) trial(job *api.JobInfo, tasks []*api.TaskInfo, victims []v
 // place puts the minimal gang on the nodes as allocate would, in a
 // statement it returns open if the job is then ready, else discards.
 func (p *preemptPass) place(job *api.JobInfo, tasks []*api.TaskInfo) (*framework.Statement, bool) {
+	pl, ok := p.placement(job, tasks)
+	return pl.stmt, ok
+}
+
+// placement is place with the topology search's outcome, for a gang with
+// a topology policy.
+func (p *preemptPass) placement(job *api.JobInfo, tasks []*api.TaskInfo) (placement, bool) {
 	ssn := p.ssn
 	queue := ssn.Queues[job.Queue]
 	if job.Topology != nil {
 		pl := placeWithTopology(ssn, queue, job, tasks)
 		if pl.stmt == nil {
-			return nil, false
+			return placement{}, false
 		}
 		if !ssn.JobReady(job) {
 			pl.stmt.Discard()
-			return nil, false
+			return placement{}, false
 		}
-		return pl.stmt, true
+		return pl, true
 	}
 	stmt := ssn.Statement()
 	for _, task := range tasks {
 		if !ssn.Allocatable(queue, task) {
 			stmt.Discard()
-			return nil, false
+			return placement{}, false
 		}
 		node := ssn.BestNode(ssn.ClassOf(task), task)
 		if node == nil || stmt.Allocate(task, node) != nil {
 			stmt.Discard()
-			return nil, false
+			return placement{}, false
 		}
 	}
 	if !ssn.JobReady(job) {
 		stmt.Discard()
-		return nil, false
+		return placement{}, false
 	}
-	return stmt, true
+	return placement{stmt: stmt}, true
 }
 
 // victim is what a preemptor may take from one gang: a member of its
@@ -544,7 +562,12 @@ func (p *preemptPass) holdsNodes(job *api.JobInfo) bool {
 // puts the terminating pods back: the session's nodes hold what they held
 // before, the victims now Releasing. Then, preemptor by preemptor:
 //
-//   - one admitted that can be placed now is left to allocate (its
+//   - one admitted that can be placed now and that is nominated (it
+//     preempted in an earlier cycle, api.JobInfo.Nominated) is placed
+//     here, before allocate walks the queues: allocate would give that
+//     room to a gang of any queue it takes first, whatever its priority,
+//     and the preemptor would preempt again;
+//   - another admitted that can be placed now is left to allocate (its
 //     placement held meanwhile, so that the ones after it do not count on
 //     that room);
 //   - one that can be placed now but that its queue's admission budget
@@ -562,6 +585,11 @@ func (p *preemptPass) holdsNodes(job *api.JobInfo) bool {
 //     kube-scheduler's nominated node, held one session at a time: the next
 //     session reserves again while the preemptor still waits. The gangs
 //     that room keeps out give their admission back (revokeAdmissions).
+//     Its members are nominated to the nodes of its trial (nominate), so
+//     that the next sessions know it preempted.
+//
+// Last, the nominations of the gangs that keep no room are cleared
+// (dropNominations).
 func (p *preemptPass) finish() {
 	trials := make([][]framework.Decision, len(p.held))
 	for i := len(p.held) - 1; i >= 0; i-- {
@@ -578,19 +606,33 @@ func (p *preemptPass) finish() {
 	var competing []*api.JobInfo
 	var fitBefore map[*api.JobInfo]bool
 	for i, h := range p.held {
-		admitted := p.ssn.MayAllocate(h.job) // asked before a placement makes it look admitted
-		pl, ok := p.place(h.job, h.tasks)
+		// Asked before a placement makes the gang look admitted, and its
+		// tasks no longer pending.
+		admitted, nominated := p.ssn.MayAllocate(h.job), h.job.Nominated()
+		pl, ok := p.placement(h.job, h.tasks)
 		if ok && !admitted {
 			// Its placement discarded, so that the budget does not count
 			// it twice; placed again once admitted.
-			pl.Discard()
+			pl.stmt.Discard()
 			if !p.admitDisplacing(h.job) {
+				p.kept[h.job] = true
 				continue // its queue's budget keeps it out: it waits for admission
 			}
-			pl, ok = p.place(h.job, h.tasks)
+			pl, ok = p.placement(h.job, h.tasks)
+		}
+		if ok && nominated {
+			// It preempted for room in an earlier cycle, and the room is
+			// free: placed now, before allocate's queue walk, which would
+			// give it to a gang of a queue it takes first.
+			pl.stmt.Commit()
+			if h.job.Topology != nil {
+				p.ssn.RecordTopology(h.job.UID, pl.outcome)
+			}
+			p.kept[h.job] = true
+			continue
 		}
 		if ok {
-			placeable = append(placeable, pl)
+			placeable = append(placeable, pl.stmt)
 			continue
 		}
 		if waiting == nil {
@@ -600,12 +642,50 @@ func (p *preemptPass) finish() {
 			fitBefore = p.fitting(competing)
 		}
 		p.ssn.Reserve(trials[i])
+		p.nominate(h.job, trials[i])
 		waiting = append(waiting, h.job)
 	}
 	if len(waiting) > 0 {
 		p.revokeAdmissions(waiting, competing, fitBefore)
 	}
 	discardAll(placeable)
+	p.dropNominations()
+}
+
+// nominate records trial's nodes as its tasks' nominated nodes
+// (framework.Session.Nominate), and clears the nomination of job's other
+// pending tasks.
+func (p *preemptPass) nominate(job *api.JobInfo, trial []framework.Decision) {
+	p.kept[job] = true
+	at := make(map[api.TaskID]string, len(trial))
+	for _, d := range trial {
+		at[d.Task.UID] = d.Node
+	}
+	var ds []framework.Decision
+	for _, t := range job.Tasks {
+		if t.Status == api.Pending {
+			ds = append(ds, framework.Decision{Task: t, Node: at[t.UID]})
+		}
+	}
+	p.ssn.Nominate(ds)
+}
+
+// dropNominations clears the nominated nodes of every gang that keeps no
+// room after finish (not placed by it, not waiting for leaving pods, not
+// waiting for admission): as kube-scheduler clears a preemptor's nominated
+// node when preemption finds no room for it. Its next preemption
+// nominates again.
+func (p *preemptPass) dropNominations() {
+	var stale []*api.JobInfo
+	for _, job := range p.ssn.Jobs {
+		if !p.kept[job] && job.Nominated() {
+			stale = append(stale, job)
+		}
+	}
+	slices.SortFunc(stale, func(a, b *api.JobInfo) int { return strings.Compare(string(a.UID), string(b.UID)) })
+	for _, job := range stale {
+		p.nominate(job, nil)
+	}
 }
 
 // admitDisplacing admits job, a preemptor that can be placed now (finish

@@ -395,15 +395,17 @@ func TestPreemptDeterministic(t *testing.T) {
 // free for the others. Once they are gone, lower-priority gangs admitted
 // and not placed give back the admission budget it needs. (The victim gang's own members are kept off by its
 // preemption mark: framework's preemptedStillHeld.)
+// victim is a pod of job on node, taking gpus GPUs, that this scheduler
+// preempted and that still terminates.
+func victim(job, name, node string, gpus int64) *corev1.Pod {
+	return st.MakePod("ns", name).Job(job).Req("1", "1Gi").GPU(gpus).Node(node).Phase(corev1.PodRunning).
+		PreemptedBy("troupe").Terminating().Obj()
+}
+
 func TestPreemptorKeepsItsRoom(t *testing.T) {
 	gpu := func(name string) *corev1.Node { return st.MakeNode(name).Capacity("16", "64Gi", 4).Obj() }
 	running := func(job, name, node string, gpus int64) *corev1.Pod {
 		return st.MakePod("ns", name).Job(job).Req("1", "1Gi").GPU(gpus).Node(node).Phase(corev1.PodRunning).Obj()
-	}
-	// victim is a pod this scheduler preempted, still terminating.
-	victim := func(job, name, node string, gpus int64) *corev1.Pod {
-		return st.MakePod("ns", name).Job(job).Req("1", "1Gi").GPU(gpus).Node(node).Phase(corev1.PodRunning).
-			PreemptedBy("troupe").Terminating().Obj()
 	}
 	job := func(name string, prio, min int32, phase api.JobPhase) *api.JobInfo {
 		return withPhase(st.MakeJob("ns", name).Priority(prio).MinMember(min).Obj(), phase)
@@ -741,6 +743,94 @@ func TestPreemptorKeepsItsRoom(t *testing.T) {
 				if f := ssn.Unschedulable()[id]; !strings.Contains(f.Message, want) {
 					t.Errorf("%s's finding %q, want it to say %q", id, f.Message, want)
 				}
+			}
+			checkInvariants(t, c, ssn.Bindings())
+		})
+	}
+}
+
+// A gang that preempts is nominated to the nodes of its trial (the pods'
+// status.nominatedNodeName, framework.Session.Nominate), for as long as
+// it waits for them; once its room is free, preempt places it itself,
+// before allocate's queue walk, which would give the room to a gang of a
+// queue it takes first; a nomination no preemption stands behind any more
+// is cleared.
+func TestPreemptNominates(t *testing.T) {
+	gpu := func(name, pool string) *corev1.Node {
+		return st.MakeNode(name).Capacity("16", "64Gi", 4).Label("pool", pool).Obj()
+	}
+	nodes := []*corev1.Node{gpu("gpu-0", "a"), gpu("gpu-1", "b")}
+	job := func(name string, queue api.QueueID, prio int32, phase api.JobPhase) *api.JobInfo {
+		return withPhase(st.MakeJob("ns", name).Queue(queue).Priority(prio).MinMember(1).Obj(), phase)
+	}
+	// high, of research, asks all of gpu-0's GPUs; research's share is
+	// larger than default's (busy's 2 GPUs on gpu-1), so allocate walks
+	// default first, where low asks for a GPU of gpu-0 too.
+	high := func(mod func(*st.PodWrapper)) []*corev1.Pod {
+		return makeGang("high", 1, func(p *st.PodWrapper) { p.Req("1", "1Gi").GPU(4).NodeSelector("pool", "a"); mod(p) })
+	}
+	busy := []*corev1.Pod{st.MakePod("ns", "busy-0").Job("busy").Req("1", "1Gi").GPU(2).Node("gpu-1").Phase(corev1.PodRunning).Obj()}
+	low := makeGang("low", 1, func(p *st.PodWrapper) { p.Req("1", "1Gi").GPU(1).NodeSelector("pool", "a") })
+	jobs := []*api.JobInfo{
+		job("busy", "research", 0, api.JobRunning), job("high", "research", 10, api.JobPending), job("low", api.DefaultQueue, 0, api.JobPending),
+	}
+	tests := []struct {
+		name string
+		pods []*corev1.Pod
+		jobs []*api.JobInfo
+		// want is what the cycle binds; nominated the nominations it
+		// writes, pod -> node ("" clears one).
+		want      map[api.JobID]map[string]string
+		nominated map[string]string
+	}{{
+		name: "a gang that preempts is nominated where its trial placed it",
+		pods: slices.Concat(busy, high(func(*st.PodWrapper) {}),
+			[]*corev1.Pod{st.MakePod("ns", "victim-0").Job("victim").Req("1", "1Gi").GPU(2).Node("gpu-0").Phase(corev1.PodRunning).Controlled().Obj()}),
+		jobs:      append(slices.Clone(jobs[:2]), job("victim", "research", 0, api.JobRunning)),
+		want:      map[api.JobID]map[string]string{},
+		nominated: map[string]string{"high-0": "gpu-0"},
+	}, {
+		name:      "nominated already: nothing written while it waits",
+		pods:      slices.Concat(busy, high(func(p *st.PodWrapper) { p.Nominated("gpu-0") }), []*corev1.Pod{victim("victim", "victim-0", "gpu-0", 2)}),
+		jobs:      append(slices.Clone(jobs[:2]), job("victim", "research", 0, api.JobRunning)),
+		want:      map[api.JobID]map[string]string{},
+		nominated: map[string]string{},
+	}, {
+		// The victims are gone: without the nomination allocate walks
+		// default first, and low takes a GPU high needs (next case).
+		name:      "nominated, the room free: placed before allocate's queue walk",
+		pods:      slices.Concat(busy, high(func(p *st.PodWrapper) { p.Nominated("gpu-0") }), low),
+		jobs:      jobs,
+		want:      map[api.JobID]map[string]string{"ns/high": {"high-0": "gpu-0"}},
+		nominated: map[string]string{},
+	}, {
+		name:      "not nominated: allocate's queue order decides",
+		pods:      slices.Concat(busy, high(func(*st.PodWrapper) {}), low),
+		jobs:      jobs,
+		want:      map[api.JobID]map[string]string{"ns/low": {"low-0": "gpu-0"}},
+		nominated: map[string]string{},
+	}, {
+		// high asks for pool c, which no node has: it fits nowhere and
+		// has no victim.
+		name:      "a nomination no preemption stands behind is cleared",
+		pods:      slices.Concat(busy, makeGang("high", 1, func(p *st.PodWrapper) { p.Req("1", "1Gi").NodeSelector("pool", "c").Nominated("gpu-0") })),
+		jobs:      jobs[:2],
+		want:      map[api.JobID]map[string]string{},
+		nominated: map[string]string{"high-0": ""},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cluster{nodes: nodes, pods: tt.pods, jobs: tt.jobs, queues: []*api.QueueInfo{st.MakeQueue(api.DefaultQueue), st.MakeQueue("research")}}
+			ssn := run(t, c, plugins.WithQueueShare(), preemptPipeline()...)
+			if got := placed(ssn); !maps.EqualFunc(got, tt.want, maps.Equal) {
+				t.Errorf("bound %v, want %v", got, tt.want)
+			}
+			nominated := map[string]string{}
+			for _, d := range ssn.Nominations() {
+				nominated[d.Task.Name] = d.Node
+			}
+			if !maps.Equal(nominated, tt.nominated) {
+				t.Errorf("nominated %v, want %v", nominated, tt.nominated)
 			}
 			checkInvariants(t, c, ssn.Bindings())
 		})

@@ -191,6 +191,18 @@ func (j *JobInfo) HasPendingTasks() bool {
 	return false
 }
 
+// Nominated reports whether a pending task of the gang has a nominated
+// node (TaskInfo.NominatedNode): the gang preempted for room and has not
+// bound since.
+func (j *JobInfo) Nominated() bool {
+	for _, t := range j.Tasks {
+		if t.Status == Pending && t.NominatedNode != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // GatedTasks returns the tasks held back by scheduling gates, in TaskLess
 // order.
 func (j *JobInfo) GatedTasks() []*TaskInfo {

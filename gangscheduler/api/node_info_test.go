@@ -111,7 +111,7 @@ func TestNodeNominate(t *testing.T) {
 	}
 	waiting := api.NewTaskInfo("ns/j", st.MakePod("ns", "waiting").Job("j").Req("2", "1Gi").Obj())
 	nominee := waiting.Nominee(n.Name, api.Resource{MilliCPU: 1000})
-	if nominee.UID == waiting.UID || nominee.Pod != waiting.Pod || nominee.NodeName != "n" || nominee.Status != api.Allocated ||
+	if nominee.UID == waiting.UID || nominee.Pod != waiting.Pod || nominee.NodeName != "n" || nominee.Status != api.Allocated || !nominee.StandIn || waiting.StandIn ||
 		nominee.Resreq.MilliCPU != 1000 || waiting.NodeName != "" || waiting.Status != api.Pending {
 		t.Fatalf("nominee %+v of %+v: want a copy on n with a UID of its own, asking 1000m, the task unchanged", nominee, waiting)
 	}

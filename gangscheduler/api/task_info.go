@@ -44,10 +44,14 @@ type TaskInfo struct {
 
 	NodeName string
 	Status   TaskStatus
+	// NominatedNode is the pod's status.nominatedNodeName: where a
+	// preemption made room for it (actions.Preempt writes it for a gang
+	// it preempts for, kube-scheduler for its own pods), "" if none.
+	NominatedNode string
 
-	// Nominated says the task is the stand-in of another (Nominee) for the
+	// StandIn says the task is the stand-in of another (Nominee) for the
 	// room kept for it: it does not run yet.
-	Nominated bool
+	StandIn bool
 
 	// Preempted says the pod carries a DisruptionTarget condition with
 	// reason PreemptionByScheduler: some scheduler (this one or another)
@@ -100,6 +104,7 @@ func NewTaskInfo(job JobID, pod *corev1.Pod) *TaskInfo {
 		CreationTimestamp: pod.CreationTimestamp.Time,
 		NodeName:          pod.Spec.NodeName,
 		Status:            statusOf(pod),
+		NominatedNode:     pod.Status.NominatedNodeName,
 		Preempted:         preempted(pod),
 		Controlled:        metav1.GetControllerOfNoCopy(pod) != nil,
 		Rules:             newPodRules(pod),
@@ -156,7 +161,7 @@ func scalarRequests(r *Resource) []ScalarQuantity {
 func (t *TaskInfo) Nominee(node string, took Resource) *TaskInfo {
 	n := *t
 	n.UID += nomineeSuffix
-	n.NodeName, n.Status, n.Nominated = node, Allocated, true
+	n.NodeName, n.Status, n.StandIn = node, Allocated, true
 	n.Resreq, n.ScalarRequests = took, scalarRequests(&took)
 	return &n
 }

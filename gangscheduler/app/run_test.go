@@ -670,6 +670,12 @@ plugins:
 				g.Expect(getPod(g, "elastic-2").DeletionTimestamp).NotTo(BeNil())
 				g.Expect(getPod(g, "elastic-3").DeletionTimestamp).NotTo(BeNil())
 			}).Should(Succeed())
+			By("high's members are nominated to the node, as kube-scheduler nominates a preemptor")
+			Eventually(func(g Gomega) {
+				for _, name := range []string{"high-0", "high-1"} {
+					g.Expect(getPod(g, name).Status.NominatedNodeName).To(Equal(gpuNode), name)
+				}
+			}).Should(Succeed())
 
 			By("one victim is gone, the other still terminates; a gang of 1 GPU and no priority arrives")
 			Expect(suite.Client.Delete(ctx, getPod(Default, "elastic-2"), client.GracePeriodSeconds(0))).To(Succeed())
@@ -698,6 +704,9 @@ plugins:
 				got := placement(g)
 				g.Expect(got).To(And(HaveKeyWithValue("high-0", gpuNode), HaveKeyWithValue("high-1", gpuNode)))
 			}).Should(Succeed())
+			// The API server clears a bound pod's nomination
+			// (ClearingNominatedNodeNameAfterBinding, on since 1.35).
+			Expect(getPod(Default, "high-0").Status.NominatedNodeName).To(BeEmpty())
 			waitCycles(2)
 			got := placement(Default)
 			Expect(got).To(And(HaveKeyWithValue("elastic-0", gpuNode), HaveKeyWithValue("elastic-1", gpuNode), HaveKeyWithValue("other-0", "")))

@@ -58,6 +58,10 @@ type Session struct {
 	// reservedTasks the tasks it was reserved for.
 	reserved      []*api.NodeInfo
 	reservedTasks []*api.TaskInfo
+	// nominations are the nominated nodes the session changes (Nominate),
+	// by task, in the order first changed.
+	nominations     map[api.TaskID]int
+	nominationOrder []Decision
 	// honoured maps the pod features plugins honour to the plugin (Honour).
 	honoured map[api.PodFeature]string
 

@@ -222,6 +222,7 @@ func (s *Scheduler) cycle(ctx context.Context) error {
 	}
 	c.holdEvents()
 	evictErr := s.evict(ctx, state, d)
+	nominateErr := s.nominate(ctx, d)
 	s.bindsSeen = c.bindsSeen(s.bindsSeen)
 	s.writeStatus(state, d, time.Now(), s.bindsSeen)
 	if len(d.bindings)+len(d.evictions) > 0 {
@@ -229,7 +230,7 @@ func (s *Scheduler) cycle(ctx context.Context) error {
 			"snapshot", snapshotted.Sub(start), "session", decided.Sub(snapshotted), "firstBind", c.firstDispatch.Sub(start),
 			"bindsSettledAfter", settled.Sub(decided))
 	}
-	return errors.Join(bindErr, evictErr, s.status.TakeErrors())
+	return errors.Join(bindErr, evictErr, nominateErr, s.status.TakeErrors())
 }
 
 // decisionActions are the configured actions, then PartialGangs, which
@@ -278,9 +279,12 @@ func onThread(decide func()) {
 type decision struct {
 	bindings  []framework.Decision
 	evictions []framework.Eviction
-	findings  map[api.JobID]framework.Unschedulable
-	partial   map[api.JobID]framework.PartialGang
-	topology  map[api.JobID]framework.TopologyOutcome
+	// nominations are the preemptors' nominated nodes to write or clear
+	// (framework.Session.Nominations).
+	nominations []framework.Decision
+	findings    map[api.JobID]framework.Unschedulable
+	partial     map[api.JobID]framework.PartialGang
+	topology    map[api.JobID]framework.TopologyOutcome
 	// diagnoses explain, per role, the resource findings.
 	diagnoses map[api.JobID]string
 	// holds are the nodes each waiting gang held (framework.Session.Hold).
@@ -327,15 +331,16 @@ func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Act
 	}
 	ssn.Run(acts...)
 	d := decision{
-		bindings:  ssn.Bindings(),
-		evictions: ssn.Evictions(),
-		findings:  ssn.Unschedulable(),
-		partial:   ssn.PartialGangs(),
-		topology:  ssn.TopologyOutcomes(),
-		diagnoses: map[api.JobID]string{},
-		holds:     ssn.Holds(),
-		admitted:  map[api.JobID]bool{},
-		revoked:   map[api.JobID]bool{},
+		bindings:    ssn.Bindings(),
+		evictions:   ssn.Evictions(),
+		nominations: ssn.Nominations(),
+		findings:    ssn.Unschedulable(),
+		partial:     ssn.PartialGangs(),
+		topology:    ssn.TopologyOutcomes(),
+		diagnoses:   map[api.JobID]string{},
+		holds:       ssn.Holds(),
+		admitted:    map[api.JobID]bool{},
+		revoked:     map[api.JobID]bool{},
 	}
 	// A holder's diagnosis counts what it holds as room.
 	ssn.ReleaseHolds()
@@ -540,6 +545,25 @@ func (s *Scheduler) evict(ctx context.Context, state *cache.State, d decision) e
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d evictions failed, retried next cycle; first: %w", len(failed), len(evictions), failed[0])
+	}
+	return nil
+}
+
+// nominate writes the preemptors' nominated nodes on their pods, after the
+// evictions they are for. A failed write is retried by the next cycle,
+// which finds the pod's nomination still different from its decision.
+func (s *Scheduler) nominate(ctx context.Context, d decision) error {
+	if len(d.nominations) == 0 {
+		return nil
+	}
+	var failed []error
+	for _, err := range s.binder.Nominate(ctx, d.nominations) {
+		if err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d nominations failed, retried next cycle; first: %w", len(failed), len(d.nominations), failed[0])
 	}
 	return nil
 }

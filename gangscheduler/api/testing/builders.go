@@ -247,6 +247,13 @@ func (p *PodWrapper) Node(name string) *PodWrapper {
 	return p
 }
 
+// Nominated sets status.nominatedNodeName, as a preemption for the pod
+// leaves it.
+func (p *PodWrapper) Nominated(node string) *PodWrapper {
+	p.Status.NominatedNodeName = node
+	return p
+}
+
 // Phase sets status.phase.
 func (p *PodWrapper) Phase(phase corev1.PodPhase) *PodWrapper {
 	p.Status.Phase = phase

@@ -334,7 +334,7 @@ func (s *state) count(c *ownCounts, e *api.TaskInfo, n *api.NodeInfo, v int64) {
 // affinity term, all of which it matches.
 func (c *ownCounts) addAffinity(e *api.TaskInfo, n *api.NodeInfo, v int64) {
 	d := &c.affinity
-	if e.Nominated {
+	if e.StandIn {
 		d = &c.nominatedAffinity
 	}
 	for i := range c.rules.Affinity {

@@ -282,7 +282,7 @@ func (c *spreadCounts) countFor(i int, e *api.TaskInfo, n *api.NodeInfo, v int) 
 	}
 	d := n.Node.Labels[con.TopologyKey]
 	c.counts[i][d] += v
-	if e.Nominated {
+	if e.StandIn {
 		if c.nominated == nil {
 			c.nominated = make([]map[string]int, len(c.counts))
 		}
