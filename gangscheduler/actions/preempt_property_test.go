@@ -307,7 +307,7 @@ func nextCycle(c cluster, ssn *framework.Session, gone func(key string) bool) cl
 // The second variant gives every pod a label app=a, b or c, and a third of
 // the pending ones a required anti-affinity, by node, toward one of them:
 // before the reservation counted the preemptor's members on their nodes
-// (api.NodeInfo.Nominate), a pod the preemptor's anti-affinity selected
+// (api.NodeInfo.AddStandIn), a pod the preemptor's anti-affinity selected
 // (or whose own selected the preemptor) took a node of its room, and the
 // preemptor preempted it or others again (seed 2477).
 func TestPreemptOnce(t *testing.T) {

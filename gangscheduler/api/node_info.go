@@ -42,11 +42,11 @@ type NodeInfo struct {
 	// Reserve took.
 	held      Resource
 	heldPorts []corev1.ContainerPort
-	// Nominated are the stand-ins (TaskInfo.Nominee) of the tasks whose
+	// StandIns are the stand-ins (TaskInfo.StandInOn) of the tasks whose
 	// room Reserve keeps here: not in Tasks, since they take nothing
 	// more and no one may evict them, but counted by the rules between
 	// pods (Occupants).
-	Nominated []*TaskInfo
+	StandIns []*TaskInfo
 
 	ports     hostPortSet
 	idleOwned bool
@@ -165,8 +165,8 @@ func (n *NodeInfo) Reserve(r *Resource, ports []corev1.ContainerPort) Resource {
 	return take
 }
 
-// Nominate lists t, the stand-in of a task whose room Reserve keeps on the
-// node, among Nominated, for the rest of the session: the rules between
+// AddStandIn lists t, the stand-in of a task whose room Reserve keeps on the
+// node, among StandIns, for the rest of the session: the rules between
 // pods (inter-pod affinity, topology spread, volume use) count it as on
 // the node when another pod is placed, as kube-scheduler counts a
 // nominated pod of higher priority when it filters another. So no pod
@@ -175,13 +175,13 @@ func (n *NodeInfo) Reserve(r *Resource, ports []corev1.ContainerPort) Resource {
 // task's; and a rule the task would help meet (pod affinity, topology
 // spread) must hold without it too, since it does not run yet. Unhold
 // forgets it.
-func (n *NodeInfo) Nominate(t *TaskInfo) {
+func (n *NodeInfo) AddStandIn(t *TaskInfo) {
 	n.touch()
-	n.Nominated = append(n.Nominated, t)
+	n.StandIns = append(n.StandIns, t)
 }
 
 // Occupants yields what the rules between pods count as on the node: its
-// tasks, then the Nominated.
+// tasks, then the StandIns.
 func (n *NodeInfo) Occupants() iter.Seq[*TaskInfo] {
 	return func(yield func(*TaskInfo) bool) {
 		for _, t := range n.Tasks {
@@ -189,7 +189,7 @@ func (n *NodeInfo) Occupants() iter.Seq[*TaskInfo] {
 				return
 			}
 		}
-		for _, t := range n.Nominated {
+		for _, t := range n.StandIns {
 			if !yield(t) {
 				return
 			}
@@ -197,17 +197,17 @@ func (n *NodeInfo) Occupants() iter.Seq[*TaskInfo] {
 	}
 }
 
-// Reserved reports whether Hold, Reserve or Nominate took anything of
-// Idle or of the host ports, or nominated a task.
+// Reserved reports whether Hold, Reserve or AddStandIn took anything of
+// Idle or of the host ports, or added a stand-in.
 func (n *NodeInfo) Reserved() bool {
-	return !n.held.IsZero() || len(n.heldPorts) > 0 || len(n.Nominated) > 0
+	return !n.held.IsZero() || len(n.heldPorts) > 0 || len(n.StandIns) > 0
 }
 
 // idlePart is how much of want is idle: none of what the node lacks.
 func idlePart(want, idle int64) int64 { return max(min(want, idle), 0) }
 
 // Unhold gives back what Hold and Reserve took, host ports included, and
-// forgets the Nominated.
+// forgets the StandIns.
 func (n *NodeInfo) Unhold() {
 	if n.HeldFor == "" && !n.Reserved() {
 		return
@@ -216,7 +216,7 @@ func (n *NodeInfo) Unhold() {
 	for _, p := range n.heldPorts {
 		n.ports.remove(p)
 	}
-	n.HeldFor, n.held, n.heldPorts, n.Nominated = "", Resource{}, nil, nil
+	n.HeldFor, n.held, n.heldPorts, n.StandIns = "", Resource{}, nil, nil
 }
 
 // touch lists the node among the snapshot's changed nodes, once.

@@ -103,22 +103,22 @@ func TestNodeReservePorts(t *testing.T) {
 
 // A stand-in nominated to a node is among its occupants, after its tasks,
 // and not among its tasks; Unhold forgets it.
-func TestNodeNominate(t *testing.T) {
+func TestNodeAddStandIn(t *testing.T) {
 	n := api.NewNodeInfo(st.MakeNode("n").Capacity("8", "8Gi", 0).Obj())
 	running := api.NewTaskInfo("", st.MakePod("ns", "running").Req("1", "1Gi").Node("n").Phase(corev1.PodRunning).Obj())
 	if err := n.AddTask(running); err != nil {
 		t.Fatal(err)
 	}
 	waiting := api.NewTaskInfo("ns/j", st.MakePod("ns", "waiting").Job("j").Req("2", "1Gi").Obj())
-	nominee := waiting.Nominee(n.Name, api.Resource{MilliCPU: 1000})
-	if nominee.UID == waiting.UID || nominee.Pod != waiting.Pod || nominee.NodeName != "n" || nominee.Status != api.Allocated || !nominee.StandIn || waiting.StandIn ||
-		nominee.Resreq.MilliCPU != 1000 || waiting.NodeName != "" || waiting.Status != api.Pending {
-		t.Fatalf("nominee %+v of %+v: want a copy on n with a UID of its own, asking 1000m, the task unchanged", nominee, waiting)
+	standIn := waiting.StandInOn(n.Name, api.Resource{MilliCPU: 1000})
+	if standIn.UID == waiting.UID || standIn.Pod != waiting.Pod || standIn.NodeName != "n" || standIn.Status != api.Allocated || !standIn.StandIn || waiting.StandIn ||
+		standIn.Resreq.MilliCPU != 1000 || waiting.NodeName != "" || waiting.Status != api.Pending {
+		t.Fatalf("stand-in %+v of %+v: want a copy on n with a UID of its own, asking 1000m, the task unchanged", standIn, waiting)
 	}
 	idle := n.Idle
-	n.Nominate(nominee)
-	if got := slices.Collect(n.Occupants()); !slices.Equal(got, []*api.TaskInfo{running, nominee}) || len(n.Tasks) != 1 || !n.Reserved() || !n.Idle.Equal(&idle) {
-		t.Errorf("after Nominate: occupants %v, %d tasks, reserved %t, idle %v; want the running task and the nominee, 1 task, reserved, idle unchanged",
+	n.AddStandIn(standIn)
+	if got := slices.Collect(n.Occupants()); !slices.Equal(got, []*api.TaskInfo{running, standIn}) || len(n.Tasks) != 1 || !n.Reserved() || !n.Idle.Equal(&idle) {
+		t.Errorf("after AddStandIn: occupants %v, %d tasks, reserved %t, idle %v; want the running task and the stand-in, 1 task, reserved, idle unchanged",
 			got, len(n.Tasks), n.Reserved(), n.Idle)
 	}
 	n.Unhold()

@@ -310,7 +310,7 @@ func TestNodeHoldIsMadeOver(t *testing.T) {
 	nb := first.Nodes["b"]
 	nb.Hold("ns/big") // a node that took no task
 	first.Nodes["c"].Reserve(&api.Resource{Scalars: map[corev1.ResourceName]int64{st.GPU: 2}}, nil)
-	first.Nodes["c"].Nominate(api.NewTaskInfo("ns/big", st.MakePod("ns", "big-0").Job("big").Obj()).Nominee("c", api.Resource{}))
+	first.Nodes["c"].AddStandIn(api.NewTaskInfo("ns/big", st.MakePod("ns", "big-0").Job("big").Obj()).StandInOn("c", api.Resource{}))
 	if taken := first.NodesTaken(); len(taken) != 3 {
 		t.Errorf("nodes taken = %d, want a, b and c once each", len(taken))
 	}
@@ -318,8 +318,8 @@ func TestNodeHoldIsMadeOver(t *testing.T) {
 
 	second := snap(a, b, c)
 	for _, n := range []*api.NodeInfo{second.Nodes["a"], second.Nodes["b"], second.Nodes["c"]} {
-		if n.HeldFor != "" || n.Idle.Scalar(st.GPU) != 4 || n.Idle.MilliCPU != 8000 || len(n.Nominated) != 0 {
-			t.Errorf("reused node %s not made over: held for %q, idle %v, nominated %v", n.Name, n.HeldFor, n.Idle, n.Nominated)
+		if n.HeldFor != "" || n.Idle.Scalar(st.GPU) != 4 || n.Idle.MilliCPU != 8000 || len(n.StandIns) != 0 {
+			t.Errorf("reused node %s not made over: held for %q, idle %v, stand-ins %v", n.Name, n.HeldFor, n.Idle, n.StandIns)
 		}
 	}
 }

@@ -49,7 +49,7 @@ type TaskInfo struct {
 	// it preempts for, kube-scheduler for its own pods), "" if none.
 	NominatedNode string
 
-	// StandIn says the task is the stand-in of another (Nominee) for the
+	// StandIn says the task is the stand-in of another (StandInOn) for the
 	// room kept for it: it does not run yet.
 	StandIn bool
 
@@ -153,21 +153,21 @@ func scalarRequests(r *Resource) []ScalarQuantity {
 	return out
 }
 
-// Nominee returns the stand-in of t for the room kept for it on node
-// (NodeInfo.Reserve and Nominate): a copy of t placed there, asking took
+// StandInOn returns the stand-in of t for the room kept for it on node
+// (NodeInfo.Reserve and AddStandIn): a copy of t placed there, asking took
 // (what was kept of its requests; the part still held by leaving pods
 // is theirs until they go), with a UID of its own, since whatever keeps
 // state by task UID must not take it for t, which a later session places.
-func (t *TaskInfo) Nominee(node string, took Resource) *TaskInfo {
+func (t *TaskInfo) StandInOn(node string, took Resource) *TaskInfo {
 	n := *t
-	n.UID += nomineeSuffix
+	n.UID += standInSuffix
 	n.NodeName, n.Status, n.StandIn = node, Allocated, true
 	n.Resreq, n.ScalarRequests = took, scalarRequests(&took)
 	return &n
 }
 
-// nomineeSuffix makes the UID of a Nominee.
-const nomineeSuffix = "/nominated"
+// standInSuffix makes the UID of a stand-in.
+const standInSuffix = "/stand-in"
 
 // ScalarQuantity is an amount of one scalar resource.
 type ScalarQuantity struct {

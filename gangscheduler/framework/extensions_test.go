@@ -270,15 +270,15 @@ func TestReserveTellsHandlersOfAStandIn(t *testing.T) {
 	if n.Idle.MilliCPU != 0 {
 		t.Errorf("idle after the reservation: %dm CPU, want 0 (1 of the 2 asked was idle)", n.Idle.MilliCPU)
 	}
-	if len(n.Nominated) != 1 || n.Nominated[0].Pod != task.Pod || n.Nominated[0].UID != events[0].uid {
-		t.Errorf("nominated on the node: %v, want the stand-in of %s", n.Nominated, task.Key())
+	if len(n.StandIns) != 1 || n.StandIns[0].Pod != task.Pod || n.StandIns[0].UID != events[0].uid {
+		t.Errorf("stand-ins on the node: %v, want the stand-in of %s", n.StandIns, task.Key())
 	}
 	ssn.ReleaseHolds()
 	if n.Idle.MilliCPU != 1000 {
 		t.Errorf("idle after ReleaseHolds: %dm CPU, want 1000m", n.Idle.MilliCPU)
 	}
-	if len(n.Nominated) != 0 || n.Reserved() {
-		t.Errorf("after ReleaseHolds: nominated %v, reserved %t; want neither", n.Nominated, n.Reserved())
+	if len(n.StandIns) != 0 || n.Reserved() {
+		t.Errorf("after ReleaseHolds: stand-ins %v, reserved %t; want neither", n.StandIns, n.Reserved())
 	}
 	if len(events) != 2 {
 		t.Fatalf("events %+v, want an allocation and its undoing", events)

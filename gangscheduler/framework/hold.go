@@ -82,7 +82,7 @@ func (ssn *Session) Hold(job *api.JobInfo, nodes []*api.NodeInfo) {
 // queue-share plugins count it; the part still held by leaving pods is
 // counted there already, as theirs). No other task is placed on that
 // room, and the tasks placed after it are checked as if the task were on
-// its node (api.NodeInfo.Nominate): a pod its required anti-affinity
+// its node (api.NodeInfo.AddStandIn): a pod its required anti-affinity
 // selects, or whose own selects it, stays off. Nothing is written
 // anywhere; the next session reserves again if the gang still waits.
 func (ssn *Session) Reserve(placements []Decision) {
@@ -96,12 +96,12 @@ func (ssn *Session) Reserve(placements []Decision) {
 		// the handlers count it, the queue-share ones in the queue, the
 		// ones of the rules between pods (affinity, spread, volumes) on
 		// the node, for the tasks placed after it.
-		nominee := d.Task.Nominee(node.Name, taken)
-		node.Nominate(nominee)
+		standIn := d.Task.StandInOn(node.Name, taken)
+		node.AddStandIn(standIn)
 		ssn.nodeChanged(node)
 		ssn.reserved = append(ssn.reserved, node)
-		ssn.reservedTasks = append(ssn.reservedTasks, nominee)
-		ssn.fireAllocate(nominee)
+		ssn.reservedTasks = append(ssn.reservedTasks, standIn)
+		ssn.fireAllocate(standIn)
 	}
 }
 

@@ -122,10 +122,10 @@ type ownCounts struct {
 	rules *api.PodRules
 	// affinity counts, per domain of each required affinity term, the
 	// running pods that match all the required affinity terms, and
-	// nominatedAffinity the nominated ones (api.NodeInfo.Nominate): they
+	// standInAffinity the stand-ins (api.NodeInfo.AddStandIn): they
 	// do not run yet, so the filter asks the terms with them and without
 	// them, as kube-scheduler does.
-	affinity, nominatedAffinity domains
+	affinity, standInAffinity domains
 	// anti counts, per domain of each required anti-affinity term, the
 	// pods it matches.
 	anti domains
@@ -277,7 +277,7 @@ func (s *state) catchUp(c *ownCounts) *ownCounts {
 // visiting only the pods its selector may select (podindex).
 func (s *state) newCounts(r *api.PodRules) *ownCounts {
 	c := &ownCounts{
-		rules: r, affinity: newDomains(), nominatedAffinity: newDomains(), anti: newDomains(), score: newDomains(),
+		rules: r, affinity: newDomains(), standInAffinity: newDomains(), anti: newDomains(), score: newDomains(),
 		applied: len(s.log),
 	}
 	if len(r.Affinity) > 0 {
@@ -335,7 +335,7 @@ func (s *state) count(c *ownCounts, e *api.TaskInfo, n *api.NodeInfo, v int64) {
 func (c *ownCounts) addAffinity(e *api.TaskInfo, n *api.NodeInfo, v int64) {
 	d := &c.affinity
 	if e.StandIn {
-		d = &c.nominatedAffinity
+		d = &c.standInAffinity
 	}
 	for i := range c.rules.Affinity {
 		d.addAt(n, c.rules.Affinity[i].TopologyKey, v)
@@ -363,7 +363,7 @@ func (s *state) affinityMet(task *api.TaskInfo, c *ownCounts, nodeLabels map[str
 	if !c.affinity.empty() || !matchesAll(task.Rules.Affinity, task.Pod, s.ssn.Namespaces[task.Namespace]) {
 		return false
 	}
-	return c.nominatedAffinity.empty() || in(&c.nominatedAffinity)
+	return c.standInAffinity.empty() || in(&c.standInAffinity)
 }
 
 func matchesAll(terms []api.AffinityTerm, pod *corev1.Pod, nsLabels labels.Set) bool {

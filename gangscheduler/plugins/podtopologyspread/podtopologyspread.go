@@ -103,13 +103,13 @@ type spreadCounts struct {
 	elig      *eligibility
 	// counts[i] are the matching pods per eligible domain of constraint i.
 	counts []map[string]int
-	// nominated[i] are the nominated pods among counts[i] (the stand-ins
-	// of the room kept for a gang, api.NodeInfo.Nominate), nil while
+	// standIns[i] are the stand-ins among counts[i] (the nominated pods
+	// of the room kept for a gang, api.NodeInfo.AddStandIn), nil while
 	// there are none: they do not run yet, so the filter asks each rule
 	// with them and without them, as kube-scheduler does.
-	nominated []map[string]int
+	standIns []map[string]int
 	// minimum[i] is the least of counts[i] over its eligible domains, and
-	// minimumRunning[i] the least without the nominated pods; recomputed
+	// minimumRunning[i] the least without the stand-ins; recomputed
 	// when stale.
 	minimum, minimumRunning []int
 	stale                   bool
@@ -164,8 +164,8 @@ func (s *state) filter(task *api.TaskInfo, node *api.NodeInfo) framework.Status 
 		if c.counts[i][value]+s.lastSelf[i]-c.globalMin(i, false) > int(con.MaxSkew) {
 			return framework.Unfit(ReasonConstraintsNotMatch)
 		}
-		if c.nominated != nil && len(c.nominated[i]) > 0 &&
-			c.counts[i][value]-c.nominated[i][value]+s.lastSelf[i]-c.globalMin(i, true) > int(con.MaxSkew) {
+		if c.standIns != nil && len(c.standIns[i]) > 0 &&
+			c.counts[i][value]-c.standIns[i][value]+s.lastSelf[i]-c.globalMin(i, true) > int(con.MaxSkew) {
 			return framework.Unfit(ReasonConstraintsNotMatch)
 		}
 	}
@@ -195,7 +195,7 @@ func scheduleAnyway(task *api.TaskInfo) bool {
 
 // globalMin is kube-scheduler's minMatchNum: the least matching count over
 // the constraint's eligible domains, or 0 while there are fewer of them
-// than minDomains; of the running pods alone (no nominated pod) if
+// than minDomains; of the running pods alone (no stand-in) if
 // running.
 func (c *spreadCounts) globalMin(i int, running bool) int {
 	if c.stale {
@@ -203,8 +203,8 @@ func (c *spreadCounts) globalMin(i int, running bool) int {
 			m, mr := math.MaxInt, math.MaxInt
 			for d := range c.elig.domains[j] {
 				m = min(m, c.counts[j][d])
-				if c.nominated != nil {
-					mr = min(mr, c.counts[j][d]-c.nominated[j][d])
+				if c.standIns != nil {
+					mr = min(mr, c.counts[j][d]-c.standIns[j][d])
 				}
 			}
 			c.minimum[j], c.minimumRunning[j] = m, mr
@@ -283,13 +283,13 @@ func (c *spreadCounts) countFor(i int, e *api.TaskInfo, n *api.NodeInfo, v int) 
 	d := n.Node.Labels[con.TopologyKey]
 	c.counts[i][d] += v
 	if e.StandIn {
-		if c.nominated == nil {
-			c.nominated = make([]map[string]int, len(c.counts))
+		if c.standIns == nil {
+			c.standIns = make([]map[string]int, len(c.counts))
 		}
-		if c.nominated[i] == nil {
-			c.nominated[i] = map[string]int{}
+		if c.standIns[i] == nil {
+			c.standIns[i] = map[string]int{}
 		}
-		c.nominated[i][d] += v
+		c.standIns[i][d] += v
 	}
 	c.stale = true
 }

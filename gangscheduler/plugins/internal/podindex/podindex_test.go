@@ -71,7 +71,7 @@ func TestCandidates(t *testing.T) {
 }
 
 // An index built after a node's room was reserved for a task lists the
-// task's stand-in there (api.NodeInfo.Nominate), as it lists the node's
+// task's stand-in there (api.NodeInfo.AddStandIn), as it lists the node's
 // pods: the rules between pods count it as on the node.
 func TestCandidatesCountNominatedPods(t *testing.T) {
 	snap := st.MustSnapshot([]*corev1.Node{st.MakeNode("n1").Capacity("8", "8Gi", 0).Obj()}, []*corev1.Pod{
@@ -79,7 +79,7 @@ func TestCandidatesCountNominatedPods(t *testing.T) {
 	}, nil)
 	n1 := snap.Nodes["n1"]
 	waiting := api.NewTaskInfo("", st.MakePod("ns", "a1").Labels("job", "a").Obj())
-	n1.Nominate(waiting.Nominee(n1.Name, api.Resource{}))
+	n1.AddStandIn(waiting.StandInOn(n1.Name, api.Resource{}))
 
 	x := podindex.New(snap.NodesTaken)
 	got := x.Candidates(selector(t, &metav1.LabelSelector{MatchLabels: map[string]string{"job": "a"}}))
