@@ -19,7 +19,10 @@ func standIn(t *testing.T, exitNow bool) (binary, argsFile string) {
 	t.Helper()
 	dir := t.TempDir()
 	argsFile = filepath.Join(dir, "args")
-	script := "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done > " + argsFile + "\n"
+	// Written aside and moved into place, so that readArgs never reads a
+	// file the stand-in is still writing (it read "--kubeconfig=/kc"
+	// alone once, under load).
+	script := "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done > " + argsFile + ".tmp && mv " + argsFile + ".tmp " + argsFile + "\n"
 	if exitNow {
 		script += "exit 3\n"
 	} else {
