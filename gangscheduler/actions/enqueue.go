@@ -168,7 +168,7 @@ func (p *enqueuePass) consider(queue *api.QueueInfo, job *api.JobInfo) {
 	}
 	var need api.Resource // what MinimalNeed is for a job with its pods
 	for _, t := range tasks {
-		need.Add(&t.Resreq)
+		t.AddRequestsTo(&need)
 	}
 	if r := ssn.JobEnqueueable(job, &need); r != nil {
 		ssn.RecordUnschedulable(job.UID, r.Reason, r.Message)

@@ -85,6 +85,11 @@ func (j *JobInfo) addUniqueTask(t *TaskInfo) error {
 	if t.Job != j.UID {
 		return fmt.Errorf("task %s belongs to job %q, not %q", t.Key(), t.Job, j.UID)
 	}
+	if j.Tasks == nil {
+		// Most gangs have MinMember pods: room for them at once, rather
+		// than a slice grown pod by pod in every snapshot.
+		j.Tasks = make([]*TaskInfo, 0, max(j.MinMember, 1))
+	}
 	j.Tasks = append(j.Tasks, t)
 	return nil
 }
@@ -160,7 +165,19 @@ func (j *JobInfo) IsReady() bool {
 // priority, then age, then name. The order is deterministic; no role is
 // assumed to go first.
 func (j *JobInfo) PendingTasks() []*TaskInfo {
-	var tasks []*TaskInfo
+	n := 0
+	for _, t := range j.Tasks {
+		if t.Status == Pending {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	// Counted first: a cycle asks every waiting gang for its pending
+	// tasks several times, and growing the slice by appends would
+	// allocate several times per call.
+	tasks := make([]*TaskInfo, 0, n)
 	for _, t := range j.Tasks {
 		if t.Status == Pending {
 			tasks = append(tasks, t)

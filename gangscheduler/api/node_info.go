@@ -84,9 +84,9 @@ func (n *NodeInfo) AddTask(t *TaskInfo) error {
 		n.touch()
 	}
 	n.Tasks[t.UID] = t
-	n.Used.Add(&t.Resreq)
+	t.AddRequestsTo(&n.Used)
 	n.ownIdleScalars(&t.Resreq)
-	n.Idle.Sub(&t.Resreq)
+	t.SubRequestsFrom(&n.Idle)
 	for _, p := range t.HostPorts {
 		n.ports.add(p)
 	}
@@ -99,9 +99,9 @@ func (n *NodeInfo) RemoveTask(t *TaskInfo) error {
 		return fmt.Errorf("node %s: task %s (uid %s) is not on it", n.Name, t.Key(), t.UID)
 	}
 	delete(n.Tasks, t.UID)
-	n.Used.Sub(&t.Resreq)
+	t.SubRequestsFrom(&n.Used)
 	n.ownIdleScalars(&t.Resreq)
-	n.Idle.Add(&t.Resreq)
+	t.AddRequestsTo(&n.Idle)
 	for _, p := range t.HostPorts {
 		n.ports.remove(p)
 	}

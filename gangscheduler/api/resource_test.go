@@ -231,3 +231,38 @@ func TestFitsInMatchesLessEqual(t *testing.T) {
 		t.Errorf("cases too one-sided to compare: %v", outcomes)
 	}
 }
+
+// AddRequestsTo and SubRequestsFrom are Add and Sub of the task's
+// requests, for every mix of resources a pod asks and an account holds.
+func TestAddRequestsMatchesAdd(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	q := func(max int) string { return fmt.Sprint(r.IntN(max)) }
+	for i := range 500 {
+		p := st.MakePod("ns", fmt.Sprint(i)).Req(q(4), q(4)+"Gi")
+		if r.IntN(2) == 0 {
+			p.GPU(int64(r.IntN(3)))
+		}
+		if r.IntN(3) == 0 {
+			p.Request("example.com/fpga", q(2))
+		}
+		task := api.NewTaskInfo("", p.Obj())
+		account := api.NewResource(rl("cpu", q(5), "memory", q(5)+"Gi", "pods", q(2)))
+		if r.IntN(2) == 0 {
+			account.AddScalar(st.GPU, int64(r.IntN(8)))
+		}
+		for _, op := range []struct {
+			name      string
+			got, want func(*api.Resource)
+		}{
+			{"add", task.AddRequestsTo, func(a *api.Resource) { a.Add(&task.Resreq) }},
+			{"sub", task.SubRequestsFrom, func(a *api.Resource) { a.Sub(&task.Resreq) }},
+		} {
+			got, want := account.Clone(), account.Clone()
+			op.got(&got)
+			op.want(&want)
+			if !got.Equal(&want) {
+				t.Fatalf("%s %v to %v: %v, want %v", op.name, task.Resreq, account, got, want)
+			}
+		}
+	}
+}

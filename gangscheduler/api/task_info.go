@@ -127,7 +127,16 @@ func NewTaskInfo(job JobID, pod *corev1.Pod) *TaskInfo {
 // framework.Session.LabelSensitive). Two lists of one shape are placed
 // alike on the same nodes. False when a task has no class signature.
 func Shape(tasks []*TaskInfo, withLabels bool) (string, bool) {
+	size := 0
+	for _, t := range tasks {
+		size += len(t.Role) + len(t.ClassSignature) + 2
+		if withLabels {
+			size += 1 + binary.MaxVarintLen64
+		}
+	}
 	var b strings.Builder
+	b.Grow(size) // one allocation, not one per doubling
+	var hash [binary.MaxVarintLen64]byte
 	for _, t := range tasks {
 		if t.ClassSignature == "" {
 			return "", false
@@ -137,7 +146,7 @@ func Shape(tasks []*TaskInfo, withLabels bool) (string, bool) {
 		b.WriteString(t.ClassSignature)
 		if withLabels {
 			b.WriteByte(0x1f)
-			b.Write(binary.AppendUvarint(nil, t.LabelsHash()))
+			b.Write(binary.AppendUvarint(hash[:0], t.LabelsHash()))
 		}
 		b.WriteByte(0x1e)
 	}
@@ -191,6 +200,27 @@ func (t *TaskInfo) FitsIn(avail *Resource) bool {
 		}
 	}
 	return true
+}
+
+// AddRequestsTo adds the task's requests to r: r.Add(&t.Resreq), with
+// the scalars read from ScalarRequests. Every session adds every task's
+// requests to some account (a node, a queue, a job's share) several
+// times, and ranging over Resreq's map costs several times walking a
+// slice: Go starts each map iteration at a random place.
+func (t *TaskInfo) AddRequestsTo(r *Resource) { t.addRequests(r, 1) }
+
+// SubRequestsFrom is r.Sub(&t.Resreq), as AddRequestsTo.
+func (t *TaskInfo) SubRequestsFrom(r *Resource) { t.addRequests(r, -1) }
+
+func (t *TaskInfo) addRequests(r *Resource, sign int64) {
+	q := &t.Resreq
+	r.MilliCPU += sign * q.MilliCPU
+	r.Memory += sign * q.Memory
+	r.EphemeralStorage += sign * q.EphemeralStorage
+	r.Pods += sign * q.Pods
+	for _, s := range t.ScalarRequests {
+		r.AddScalar(s.Name, sign*s.Value)
+	}
 }
 
 // Key returns "namespace/name", for messages.

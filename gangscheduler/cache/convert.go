@@ -46,37 +46,37 @@ type State struct {
 // namespace become that gang's tasks; every other pod only takes room on
 // its node.
 func Build(objs Objects, schedulerName string) (*State, error) {
-	return build(objs, schedulerName, nil, nil)
+	return build(objs, schedulerName, nil, nil, nil)
 }
 
 // Builder builds one cycle's state after another, as Build does, carrying
 // from each to the next what depends on the node objects alone (see
-// api.NodeMemo) and on each pod alone (api.TaskMemo): a cycle then costs
-// little per node or pod that did not change.
+// api.NodeMemo), on each pod alone (api.TaskMemo) and on each PodGroup
+// alone (jobMemo): a cycle then costs little per node, pod or gang that did
+// not change.
 // The zero value (with SchedulerName set) is ready to use. Not safe for
 // concurrent use.
 type Builder struct {
 	SchedulerName string
 	nodes         api.NodeMemo
 	tasks         api.TaskMemo
+	jobs          jobMemo
 }
 
 // Build is Build for the next cycle.
 func (b *Builder) Build(objs Objects) (*State, error) {
-	return build(objs, b.SchedulerName, &b.nodes, &b.tasks)
+	return build(objs, b.SchedulerName, &b.nodes, &b.tasks, &b.jobs)
 }
 
-func build(objs Objects, schedulerName string, nodes *api.NodeMemo, tasks *api.TaskMemo) (*State, error) {
+func build(objs Objects, schedulerName string, nodes *api.NodeMemo, tasks *api.TaskMemo, memo *jobMemo) (*State, error) {
 	prio := NewPriorities(objs.PriorityClasses)
 	st := &State{
 		PodGroups: make(map[api.JobID]*schedulingv1alpha1.PodGroup, len(objs.PodGroups)),
 		Queues:    make(map[api.QueueID]*schedulingv1alpha1.Queue, len(objs.Queues)),
 	}
-	jobs := make([]*api.JobInfo, 0, len(objs.PodGroups))
-	for _, pg := range objs.PodGroups {
-		job := JobInfoFromPodGroup(pg, prio)
-		st.PodGroups[job.UID] = pg
-		jobs = append(jobs, job)
+	jobs := memo.jobs(objs.PodGroups, prio)
+	for i, job := range jobs {
+		st.PodGroups[job.UID] = objs.PodGroups[i]
 	}
 	queues := make([]*api.QueueInfo, 0, len(objs.Queues))
 	for _, q := range objs.Queues {

@@ -301,3 +301,69 @@ func TestBuilderFollowsNodes(t *testing.T) {
 		got.Snapshot.Release()
 	}
 }
+
+// A Builder's gangs are Build's, cycle after cycle, as PodGroups and
+// PriorityClasses change, although it carries each PodGroup's conversion
+// from one cycle to the next; what a cycle sets on its gangs (phase,
+// times) does not reach the next one's.
+func TestBuilderFollowsPodGroups(t *testing.T) {
+	pg := podGroup(func(pg *schedulingv1alpha1.PodGroup) { pg.Spec.PriorityClassName = "high" })
+	resized := podGroup(func(pg *schedulingv1alpha1.PodGroup) {
+		pg.Spec.PriorityClassName = "high"
+		pg.Spec.MinMember = 5
+		pg.Spec.MinTaskMember = map[string]int32{"worker": 4}
+	})
+	other := podGroup(func(pg *schedulingv1alpha1.PodGroup) { pg.Name = "other" })
+	pod := gangPod("p", "troupe-scheduler", "pg").Obj()
+	high := func(v int32) []*schedulingv1.PriorityClass { return []*schedulingv1.PriorityClass{priorityClass("high", v, false)} }
+	cycles := []struct {
+		name    string
+		groups  []*schedulingv1alpha1.PodGroup
+		classes []*schedulingv1.PriorityClass
+		// memo is how many PodGroups the builder carries to the next cycle.
+		memo int
+	}{
+		{name: "first", groups: []*schedulingv1alpha1.PodGroup{pg}, classes: high(1000), memo: 1},
+		{name: "the same objects", groups: []*schedulingv1alpha1.PodGroup{pg}, classes: high(1000), memo: 1},
+		{name: "its priority class changed", groups: []*schedulingv1alpha1.PodGroup{pg}, classes: high(2000), memo: 1},
+		{name: "the PodGroup changed", groups: []*schedulingv1alpha1.PodGroup{resized}, classes: high(2000), memo: 1},
+		{name: "another PodGroup", groups: []*schedulingv1alpha1.PodGroup{other, resized}, classes: high(2000), memo: 2},
+		{name: "one deleted", groups: []*schedulingv1alpha1.PodGroup{other}, classes: high(2000), memo: 1},
+	}
+	builder := Builder{SchedulerName: "troupe-scheduler"}
+	for _, c := range cycles {
+		objs := Objects{Pods: []*corev1.Pod{pod}, PodGroups: c.groups, PriorityClasses: c.classes}
+		got, err := builder.Build(objs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Build(objs, "troupe-scheduler")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Snapshot.Jobs) != len(want.Snapshot.Jobs) {
+			t.Fatalf("%s: %d jobs, want %d", c.name, len(got.Snapshot.Jobs), len(want.Snapshot.Jobs))
+		}
+		for id, w := range want.Snapshot.Jobs {
+			g := got.Snapshot.Jobs[id]
+			if g == nil || len(g.Tasks) != len(w.Tasks) || got.PodGroups[id] != want.PodGroups[id] {
+				t.Fatalf("%s: job %s = %+v, want %+v", c.name, id, g, w)
+			}
+			gj, wj := *g, *w
+			gj.Tasks, wj.Tasks = nil, nil
+			if !reflect.DeepEqual(gj, wj) {
+				t.Errorf("%s: job %s =\n%+v\nwant\n%+v", c.name, id, gj, wj)
+			}
+		}
+		if n := len(builder.jobs.byPodGroup); n != c.memo {
+			t.Errorf("%s: the builder carries %d PodGroups, want %d", c.name, n, c.memo)
+		}
+		// What a cycle sets on its gangs.
+		now := time.Now()
+		for _, job := range got.Snapshot.Jobs {
+			job.Phase, job.PartialSince, job.WaitingSince = api.JobRunning, &now, &now
+			job.RefusedNodes = map[string]bool{"n1": true}
+		}
+		got.Snapshot.Release()
+	}
+}

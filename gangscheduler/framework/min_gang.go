@@ -82,7 +82,7 @@ func (ssn *Session) MinimalNeed(job *api.JobInfo) api.Resource {
 	tasks, ok := ssn.MinimalGang(job)
 	var need api.Resource
 	for _, t := range tasks {
-		need.Add(&t.Resreq)
+		t.AddRequestsTo(&need)
 	}
 	if !ok && !job.MinResources.IsZero() {
 		return job.MinResources.Clone()

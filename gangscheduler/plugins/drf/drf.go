@@ -54,11 +54,14 @@ type state struct {
 
 func (plugin) OnSessionOpen(ssn *framework.Session) {
 	s := &state{ssn: ssn, total: ssn.TotalAllocatable(), jobs: make(map[api.JobID]*jobAttr, len(ssn.Jobs))}
+	attrs := make([]jobAttr, len(ssn.Jobs)) // one allocation for every job's
+	i := 0
 	for id, job := range ssn.Jobs {
-		a := &jobAttr{}
+		a := &attrs[i]
+		i++
 		for _, t := range job.Tasks {
 			if t.Status.OccupiesNode() {
-				a.held.Add(&t.Resreq)
+				t.AddRequestsTo(&a.held)
 			}
 		}
 		a.share = share.Dominant(&a.held, &s.total)
@@ -75,7 +78,7 @@ func Share(ssn *framework.Session, job *api.JobInfo) float64 {
 	var held api.Resource
 	for _, t := range job.Tasks {
 		if t.Status.OccupiesNode() {
-			held.Add(&t.Resreq)
+			t.AddRequestsTo(&held)
 		}
 	}
 	return share.Dominant(&held, &total)
@@ -106,14 +109,14 @@ func (s *state) share(job *api.JobInfo) float64 {
 
 func (s *state) allocate(task *api.TaskInfo) {
 	if a := s.jobs[task.Job]; a != nil {
-		a.held.Add(&task.Resreq)
+		task.AddRequestsTo(&a.held)
 		a.share = share.Dominant(&a.held, &s.total)
 	}
 }
 
 func (s *state) deallocate(task *api.TaskInfo) {
 	if a := s.jobs[task.Job]; a != nil {
-		a.held.Sub(&task.Resreq)
+		task.SubRequestsFrom(&a.held)
 		a.share = share.Dominant(&a.held, &s.total)
 	}
 }

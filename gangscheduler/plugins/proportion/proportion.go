@@ -88,7 +88,18 @@ type QueueAttr struct {
 	Reserved api.Resource
 	// Share is Allocated/Deserved in the most used dimension.
 	Share float64
+
+	// refusal is the queue's last answer refusing a job (enqueueable),
+	// for a job that needed refusedNeed; nil once Allocated or Reserved
+	// change. A backlog of gangs of one size is then refused at the cost
+	// of a comparison each, not of a new message each.
+	refusal     *framework.ValidateResult
+	refusedNeed api.Resource
 }
+
+// changed forgets the queue's last refusal: what it was computed from
+// changed.
+func (a *QueueAttr) changed() { a.refusal = nil }
 
 // state is the plugin's accounting for one session, so one plugin value can
 // serve sessions one after another.
@@ -131,7 +142,7 @@ func open(ssn *framework.Session) *state {
 	for _, n := range ssn.NodesTaken() {
 		for _, t := range n.Tasks {
 			if s.queueOfTask(t) == nil {
-				s.total.Sub(&t.Resreq)
+				t.SubRequestsFrom(&s.total)
 			}
 		}
 	}
@@ -151,10 +162,10 @@ func open(ssn *framework.Session) *state {
 		for _, t := range job.Tasks {
 			switch {
 			case t.Status.OccupiesNode():
-				a.Allocated.Add(&t.Resreq)
-				a.Request.Add(&t.Resreq)
+				t.AddRequestsTo(&a.Allocated)
+				t.AddRequestsTo(&a.Request)
 			case t.Status == api.Pending && isOpen:
-				a.Request.Add(&t.Resreq)
+				t.AddRequestsTo(&a.Request)
 			}
 		}
 		noPods := job.HasNoPods()
@@ -276,6 +287,18 @@ func (s *state) enqueueable(job *api.JobInfo, need *api.Resource) *framework.Val
 	if a == nil {
 		return nil
 	}
+	if a.refusal != nil && need.Equal(&a.refusedNeed) {
+		return a.refusal
+	}
+	if r := a.enqueueable(need); r != nil {
+		a.refusal, a.refusedNeed = r, need.Clone()
+		return r
+	}
+	return nil
+}
+
+// enqueueable is state.enqueueable for a job of a's queue.
+func (a *QueueAttr) enqueueable(need *api.Resource) *framework.ValidateResult {
 	dims := append(share.Dims(need), corev1.ResourcePods)
 	for _, d := range dims {
 		n := share.Get(need, d)
@@ -311,26 +334,30 @@ const ReasonNotEnoughResources = "NotEnoughResources"
 func (s *state) enqueued(job *api.JobInfo, need *api.Resource) {
 	if a := s.queues[job.Queue]; a != nil {
 		a.Reserved.Add(need)
+		a.changed()
 	}
 }
 
 func (s *state) dequeued(job *api.JobInfo, need *api.Resource) {
 	if a := s.queues[job.Queue]; a != nil {
 		a.Reserved.Sub(need)
+		a.changed()
 	}
 }
 
 func (s *state) allocate(task *api.TaskInfo) {
 	if a := s.queueOfTask(task); a != nil {
-		a.Allocated.Add(&task.Resreq)
+		task.AddRequestsTo(&a.Allocated)
 		a.Share = share.Dominant(&a.Allocated, &a.Deserved)
+		a.changed()
 	}
 }
 
 func (s *state) deallocate(task *api.TaskInfo) {
 	if a := s.queueOfTask(task); a != nil {
-		a.Allocated.Sub(&task.Resreq)
+		task.SubRequestsFrom(&a.Allocated)
 		a.Share = share.Dominant(&a.Allocated, &a.Deserved)
+		a.changed()
 	}
 }
 

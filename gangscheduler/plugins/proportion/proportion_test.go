@@ -264,3 +264,96 @@ func TestEnqueueable(t *testing.T) {
 		t.Error("the undone revocation is not counted again")
 	}
 }
+
+// A queue's answer follows every change of what it holds and has
+// admitted within the session, although it remembers its last refusal:
+// the same need asked again after a change is judged anew.
+func TestEnqueueableAfterAChange(t *testing.T) {
+	gpus := func(n int64) *api.Resource { // GPUs alone: the GPU share decides
+		return &api.Resource{Scalars: map[corev1.ResourceName]int64{st.GPU: n}}
+	}
+	// Queue a deserves 32 GPUs (the cluster), holds 4 (run) and has 8
+	// admitted (inq): room for 20 more.
+	const room = 20
+	setup := func(t *testing.T) (*framework.Session, *api.Snapshot) {
+		inq := st.MakeJob("ns", "inq").Queue("a").MinMember(2).Obj()
+		inq.Phase = api.JobInqueue
+		jobs := []*api.JobInfo{inq, st.MakeJob("ns", "run").Queue("a").Obj(), st.MakeJob("ns", "new").Queue("a").Obj()}
+		pods := append(jobPods("inq", 2, "1", 4), st.MakePod("ns", "run").Job("run").Req("1", "").GPU(4).Node("n0").Phase(corev1.PodRunning).Obj())
+		pods = append(pods, jobPods("new", 6, "1", 4)...)
+		return open(t, gpuNodes(4), pods, jobs, queue("a", 1))
+	}
+	placeNew := func(ssn *framework.Session, snap *api.Snapshot) *framework.Statement {
+		stmt := ssn.Statement()
+		if err := stmt.Allocate(snap.Jobs["ns/new"].PendingTasks()[0], snap.Nodes["n1"]); err != nil {
+			t.Fatal(err)
+		}
+		return stmt
+	}
+	tests := []struct {
+		name string
+		// before runs ahead of the first question; it returns what change
+		// then does, or change does it alone.
+		before            func(*framework.Session, *api.Snapshot) *framework.Statement
+		need              int64
+		change            func(*framework.Session, *api.Snapshot, *framework.Statement)
+		wantFirst, wantThen string // "" for admitted, else a part of the refusal
+	}{
+		{
+			name:      "an admission taken back",
+			need:      room + 4,
+			change:    func(ssn *framework.Session, snap *api.Snapshot, _ *framework.Statement) { ssn.RevokeAdmission(snap.Jobs["ns/inq"]) },
+			wantFirst: "has 8 admitted",
+			wantThen:  "",
+		},
+		{
+			name:      "a placement given back",
+			before:    placeNew,
+			need:      room,
+			change:    func(_ *framework.Session, _ *api.Snapshot, stmt *framework.Statement) { stmt.Discard() },
+			wantFirst: "holds 8",
+			wantThen:  "",
+		},
+		{
+			name: "a placement",
+			need: room + 4,
+			change: func(ssn *framework.Session, snap *api.Snapshot, _ *framework.Statement) {
+				placeNew(ssn, snap)
+			},
+			wantFirst: "holds 4",
+			wantThen:  "holds 8",
+		},
+		{
+			name: "an admission",
+			need: room + 4,
+			change: func(ssn *framework.Session, snap *api.Snapshot, _ *framework.Statement) {
+				ssn.JobEnqueued(snap.Jobs["ns/new"], gpus(4))
+			},
+			wantFirst: "has 8 admitted",
+			wantThen:  "has 12 admitted",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ssn, snap := setup(t)
+			var stmt *framework.Statement
+			if tc.before != nil {
+				stmt = tc.before(ssn, snap)
+			}
+			check := func(when, want string) {
+				t.Helper()
+				r := ssn.JobEnqueueable(snap.Jobs["ns/new"], gpus(tc.need))
+				switch {
+				case want == "" && r != nil:
+					t.Errorf("%s: %d GPUs refused: %s", when, tc.need, r.Message)
+				case want != "" && (r == nil || !strings.Contains(r.Message, want)):
+					t.Errorf("%s: %d GPUs answered %+v, want a refusal saying %q", when, tc.need, r, want)
+				}
+			}
+			check("first", tc.wantFirst)
+			check("asked again", tc.wantFirst)
+			tc.change(ssn, snap, stmt)
+			check("after the change", tc.wantThen)
+		})
+	}
+}
