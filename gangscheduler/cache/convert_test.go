@@ -315,7 +315,9 @@ func TestBuilderFollowsPodGroups(t *testing.T) {
 	})
 	other := podGroup(func(pg *schedulingv1alpha1.PodGroup) { pg.Name = "other" })
 	pod := gangPod("p", "troupe-scheduler", "pg").Obj()
-	high := func(v int32) []*schedulingv1.PriorityClass { return []*schedulingv1.PriorityClass{priorityClass("high", v, false)} }
+	high := func(v int32) []*schedulingv1.PriorityClass {
+		return []*schedulingv1.PriorityClass{priorityClass("high", v, false)}
+	}
 	cycles := []struct {
 		name    string
 		groups  []*schedulingv1alpha1.PodGroup

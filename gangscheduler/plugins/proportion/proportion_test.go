@@ -294,15 +294,17 @@ func TestEnqueueableAfterAChange(t *testing.T) {
 		name string
 		// before runs ahead of the first question; it returns what change
 		// then does, or change does it alone.
-		before            func(*framework.Session, *api.Snapshot) *framework.Statement
-		need              int64
-		change            func(*framework.Session, *api.Snapshot, *framework.Statement)
+		before              func(*framework.Session, *api.Snapshot) *framework.Statement
+		need                int64
+		change              func(*framework.Session, *api.Snapshot, *framework.Statement)
 		wantFirst, wantThen string // "" for admitted, else a part of the refusal
 	}{
 		{
-			name:      "an admission taken back",
-			need:      room + 4,
-			change:    func(ssn *framework.Session, snap *api.Snapshot, _ *framework.Statement) { ssn.RevokeAdmission(snap.Jobs["ns/inq"]) },
+			name: "an admission taken back",
+			need: room + 4,
+			change: func(ssn *framework.Session, snap *api.Snapshot, _ *framework.Statement) {
+				ssn.RevokeAdmission(snap.Jobs["ns/inq"])
+			},
 			wantFirst: "has 8 admitted",
 			wantThen:  "",
 		},
