@@ -774,6 +774,17 @@ func TestPreemptNominates(t *testing.T) {
 	jobs := []*api.JobInfo{
 		job("busy", "research", 0, api.JobRunning), job("high", "research", 10, api.JobPending), job("low", api.DefaultQueue, 0, api.JobPending),
 	}
+	// part, of research, is partial: part-0 runs on gpu-1, part-1 was
+	// recreated and asks all of gpu-0's GPUs.
+	partial := func() []*corev1.Pod {
+		return []*corev1.Pod{
+			st.MakePod("ns", "part-0").Job("part").Req("1", "1Gi").GPU(1).Node("gpu-1").Phase(corev1.PodRunning).Controlled().Obj(),
+			st.MakePod("ns", "part-1").Job("part").Req("1", "1Gi").GPU(4).NodeSelector("pool", "a").Controlled().Obj(),
+		}
+	}
+	partialJob := func(prio int32) *api.JobInfo {
+		return withPhase(st.MakeJob("ns", "part").Queue("research").Priority(prio).MinMember(2).Obj(), api.JobRunning)
+	}
 	tests := []struct {
 		name string
 		pods []*corev1.Pod
@@ -808,6 +819,22 @@ func TestPreemptNominates(t *testing.T) {
 		pods:      slices.Concat(busy, high(func(*st.PodWrapper) {}), low),
 		jobs:      jobs,
 		want:      map[api.JobID]map[string]string{"ns/low": {"low-0": "gpu-0"}},
+		nominated: map[string]string{},
+	}, {
+		// part lost a member, recreated asking all of gpu-0's GPUs;
+		// its other member runs on gpu-1. Priority first: a partial gang
+		// above the nominated one is completed and high waits again,
+		// its nomination cleared (part is no victim of a lower gang).
+		name:      "nominated, the room free, a partial gang of higher priority needs it: the partial gang is completed",
+		pods:      slices.Concat(busy, high(func(p *st.PodWrapper) { p.Nominated("gpu-0") }), partial()),
+		jobs:      append(slices.Clone(jobs[:2]), partialJob(20)),
+		want:      map[api.JobID]map[string]string{"ns/part": {"part-1": "gpu-0"}},
+		nominated: map[string]string{"high-0": ""},
+	}, {
+		name:      "nominated, the room free, a partial gang of lower priority needs it: the nominated gang is placed",
+		pods:      slices.Concat(busy, high(func(p *st.PodWrapper) { p.Nominated("gpu-0") }), partial()),
+		jobs:      append(slices.Clone(jobs[:2]), partialJob(5)),
+		want:      map[api.JobID]map[string]string{"ns/high": {"high-0": "gpu-0"}},
 		nominated: map[string]string{},
 	}, {
 		// high asks for pool c, which no node has: it fits nowhere and
