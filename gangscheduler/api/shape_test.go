@@ -3,6 +3,8 @@ package api_test
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
 )
@@ -35,7 +37,9 @@ func TestShape(t *testing.T) {
 			t.Errorf("%s: same = %v, want %v", tc.name, tc.other == a, tc.same)
 		}
 	}
-	if _, ok := api.Shape([]*api.TaskInfo{{Name: "unclassed"}}, false); ok {
+	// Another scheduler's running pod gets no class.
+	unclassed := api.NewTaskInfo("", st.MakePod("ns", "unclassed").Req("1", "1Gi").Node("n0").Phase(corev1.PodRunning).Obj())
+	if _, ok := api.Shape([]*api.TaskInfo{unclassed}, false); ok {
 		t.Error("a task without a class signature has a shape")
 	}
 }

@@ -17,10 +17,30 @@ import (
 
 // TaskInfo is one pod as the scheduler sees it.
 //
-// The scalar fields are derived from Pod once, when the task is made, so the
-// hot path never recomputes them. NodeName and Status change as a session
-// places the task; Pod does not.
+// What it derives from its pod object (taskDerived: requests, ports,
+// parsed affinity, class, ...) is computed once, when the task is made, so
+// the hot path never recomputes it; copies of a task share it read-only
+// (api.TaskMemo gives every snapshot its own copy of each task, and a
+// snapshot holds every pod of the cluster, so a copy is kept small).
+// NodeName, Status, NominatedNode and StandIn are each copy's own: they
+// change as a session places the task. Pod does not.
 type TaskInfo struct {
+	*taskDerived
+
+	NodeName string
+	Status   TaskStatus
+	// NominatedNode is the pod's status.nominatedNodeName: where a
+	// preemption made room for it (actions.Preempt writes it for a gang
+	// it preempts for, kube-scheduler for its own pods), "" if none.
+	NominatedNode string
+
+	// StandIn says the task is the stand-in of another (StandInOn) for the
+	// room kept for it: it does not run yet.
+	StandIn bool
+}
+
+// taskDerived is what a task derives from its pod object alone.
+type taskDerived struct {
 	UID       TaskID
 	Namespace string
 	Name      string
@@ -41,17 +61,6 @@ type TaskInfo struct {
 	// Priority is the pod's priority (spec.priority, 0 if unset).
 	Priority          int32
 	CreationTimestamp time.Time
-
-	NodeName string
-	Status   TaskStatus
-	// NominatedNode is the pod's status.nominatedNodeName: where a
-	// preemption made room for it (actions.Preempt writes it for a gang
-	// it preempts for, kube-scheduler for its own pods), "" if none.
-	NominatedNode string
-
-	// StandIn says the task is the stand-in of another (StandInOn) for the
-	// room kept for it: it does not run yet.
-	StandIn bool
 
 	// Preempted says the pod carries a DisruptionTarget condition with
 	// reason PreemptionByScheduler: some scheduler (this one or another)
@@ -92,22 +101,24 @@ type TaskInfo struct {
 // NewTaskInfo makes the task for a pod of job ("" for pods of no gang).
 func NewTaskInfo(job JobID, pod *corev1.Pod) *TaskInfo {
 	t := &TaskInfo{
-		UID:               TaskID(pod.UID),
-		Namespace:         pod.Namespace,
-		Name:              pod.Name,
-		Job:               job,
-		Role:              pod.Annotations[TaskRoleAnnotation],
-		Pod:               pod,
-		Resreq:            PodRequests(pod),
-		HostPorts:         hostPorts(pod),
-		Priority:          corev1helpers.PodPriority(pod),
-		CreationTimestamp: pod.CreationTimestamp.Time,
-		NodeName:          pod.Spec.NodeName,
-		Status:            statusOf(pod),
-		NominatedNode:     pod.Status.NominatedNodeName,
-		Preempted:         preempted(pod),
-		Controlled:        metav1.GetControllerOfNoCopy(pod) != nil,
-		Rules:             newPodRules(pod),
+		taskDerived: &taskDerived{
+			UID:               TaskID(pod.UID),
+			Namespace:         pod.Namespace,
+			Name:              pod.Name,
+			Job:               job,
+			Role:              pod.Annotations[TaskRoleAnnotation],
+			Pod:               pod,
+			Resreq:            PodRequests(pod),
+			HostPorts:         hostPorts(pod),
+			Priority:          corev1helpers.PodPriority(pod),
+			CreationTimestamp: pod.CreationTimestamp.Time,
+			Preempted:         preempted(pod),
+			Controlled:        metav1.GetControllerOfNoCopy(pod) != nil,
+			Rules:             newPodRules(pod),
+		},
+		NodeName:      pod.Spec.NodeName,
+		Status:        statusOf(pod),
+		NominatedNode: pod.Status.NominatedNodeName,
 	}
 	t.ScalarRequests = scalarRequests(&t.Resreq)
 	if job != "" || t.Status == Pending {
@@ -168,10 +179,12 @@ func scalarRequests(r *Resource) []ScalarQuantity {
 // is theirs until they go), with a UID of its own, since whatever keeps
 // state by task UID must not take it for t, which a later session places.
 func (t *TaskInfo) StandInOn(node string, took Resource) *TaskInfo {
+	d := *t.taskDerived
+	d.UID += standInSuffix
+	d.Resreq, d.ScalarRequests = took, scalarRequests(&took)
 	n := *t
-	n.UID += standInSuffix
+	n.taskDerived = &d
 	n.NodeName, n.Status, n.StandIn = node, Allocated, true
-	n.Resreq, n.ScalarRequests = took, scalarRequests(&took)
 	return &n
 }
 
