@@ -203,20 +203,27 @@ func TestLessEqual(t *testing.T) {
 	}
 }
 
+// randomTask is a pod asking a random amount of CPU and memory, and
+// sometimes GPUs and FPGAs.
+func randomTask(r *rand.Rand, i int) *api.TaskInfo {
+	q := func(max int) string { return fmt.Sprint(r.IntN(max)) }
+	p := st.MakePod("ns", fmt.Sprint(i)).Req(q(4), q(4)+"Gi")
+	if r.IntN(2) == 0 {
+		p.GPU(int64(r.IntN(3)))
+	}
+	if r.IntN(3) == 0 {
+		p.Request("example.com/fpga", q(2))
+	}
+	return api.NewTaskInfo("", p.Obj())
+}
+
 // TaskInfo.FitsIn is the hot-path copy of Resreq.LessEqual: they must agree.
 func TestFitsInMatchesLessEqual(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	q := func(max int) string { return fmt.Sprint(r.IntN(max)) }
 	outcomes := map[bool]int{}
 	for i := range 2000 {
-		p := st.MakePod("ns", fmt.Sprint(i)).Req(q(4), q(4)+"Gi")
-		if r.IntN(2) == 0 {
-			p.GPU(int64(r.IntN(3)))
-		}
-		if r.IntN(3) == 0 {
-			p.Request("example.com/fpga", q(2))
-		}
-		task := api.NewTaskInfo("", p.Obj())
+		task := randomTask(r, i)
 		avail := api.NewResource(rl("cpu", q(5), "memory", q(5)+"Gi", "pods", q(2), "nvidia.com/gpu", q(3), "example.com/fpga", q(2)))
 		if r.IntN(4) == 0 {
 			avail.Sub(&api.Resource{MilliCPU: 8000}) // over-committed
@@ -238,14 +245,7 @@ func TestAddRequestsMatchesAdd(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	q := func(max int) string { return fmt.Sprint(r.IntN(max)) }
 	for i := range 500 {
-		p := st.MakePod("ns", fmt.Sprint(i)).Req(q(4), q(4)+"Gi")
-		if r.IntN(2) == 0 {
-			p.GPU(int64(r.IntN(3)))
-		}
-		if r.IntN(3) == 0 {
-			p.Request("example.com/fpga", q(2))
-		}
-		task := api.NewTaskInfo("", p.Obj())
+		task := randomTask(r, i)
 		account := api.NewResource(rl("cpu", q(5), "memory", q(5)+"Gi", "pods", q(2)))
 		if r.IntN(2) == 0 {
 			account.AddScalar(st.GPU, int64(r.IntN(8)))

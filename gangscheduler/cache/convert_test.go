@@ -270,6 +270,20 @@ func sameSet(a, b []string) bool {
 	return len(a) == len(b)
 }
 
+// buildBoth builds objs with builder, for the next cycle, and afresh.
+func buildBoth(t *testing.T, builder *Builder, objs Objects) (got, want *State) {
+	t.Helper()
+	got, err := builder.Build(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err = Build(objs, "troupe-scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, want
+}
+
 // A Builder's states are Build's, cycle after cycle, as nodes change, each
 // state released after use as a scheduling cycle does: its node memo and
 // the nodes it reuses only save work.
@@ -281,14 +295,7 @@ func TestBuilderFollowsNodes(t *testing.T) {
 	builder := Builder{SchedulerName: "troupe-scheduler"}
 	for i, nodes := range [][]*corev1.Node{{a, b}, {b, a}, {a, bigger}, {bigger, c}} {
 		objs := Objects{Nodes: nodes, Pods: []*corev1.Pod{pod}, PodGroups: []*schedulingv1alpha1.PodGroup{podGroup(nil)}}
-		got, err := builder.Build(objs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := Build(objs, "troupe-scheduler")
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, want := buildBoth(t, &builder, objs)
 		if len(got.Snapshot.NodeList) != len(want.Snapshot.NodeList) {
 			t.Fatalf("cycle %d: %d nodes, want %d", i, len(got.Snapshot.NodeList), len(want.Snapshot.NodeList))
 		}
@@ -335,14 +342,7 @@ func TestBuilderFollowsPodGroups(t *testing.T) {
 	builder := Builder{SchedulerName: "troupe-scheduler"}
 	for _, c := range cycles {
 		objs := Objects{Pods: []*corev1.Pod{pod}, PodGroups: c.groups, PriorityClasses: c.classes}
-		got, err := builder.Build(objs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := Build(objs, "troupe-scheduler")
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, want := buildBoth(t, &builder, objs)
 		if len(got.Snapshot.Jobs) != len(want.Snapshot.Jobs) {
 			t.Fatalf("%s: %d jobs, want %d", c.name, len(got.Snapshot.Jobs), len(want.Snapshot.Jobs))
 		}
