@@ -35,13 +35,13 @@ import (
 // Cache is the informer-fed cluster state of one scheduler.
 type Cache struct {
 	informers ctrlcache.Cache
-	// nodes and pods are the stores of their informers, when the informers
-	// expose them (client-go's shared informers do): the snapshot then
-	// takes their objects without the shallow copy a List makes of each.
-	// An unchanged node also stays the same pointer from cycle to cycle,
-	// which is how the builder's node memo knows it unchanged (through a
-	// List every node would look changed, and be parsed every cycle).
-	nodes, pods toolscache.Store
+	// nodes, pods and podGroups are the stores of their informers, when the
+	// informers expose them (client-go's shared informers do): the snapshot
+	// then takes their objects without the shallow copy a List makes of
+	// each. An unchanged object also stays the same pointer from cycle to
+	// cycle, which is how the builder's memos know it unchanged (through a
+	// List every object would look changed, and be converted every cycle).
+	nodes, pods, podGroups toolscache.Store
 	assumed     *assumedPods
 	now         func() time.Time
 	changed     chan struct{}
@@ -132,6 +132,8 @@ func New(ctx context.Context, informers ctrlcache.Cache, opts Options) (*Cache, 
 				c.nodes = s.GetStore()
 			case *corev1.Pod:
 				c.pods = s.GetStore()
+			case *schedulingv1alpha1.PodGroup:
+				c.podGroups = s.GetStore()
 			case *corev1.PersistentVolumeClaim:
 				storage.pvcs = s.GetStore()
 			case *corev1.PersistentVolume:
@@ -286,7 +288,10 @@ func (c *Cache) Snapshot(ctx context.Context) (*State, error) {
 	c.mu.Lock()
 	nodesUnchanged := c.built && nodeEvents == c.builtNodeEvents
 	c.mu.Unlock()
-	lists := []client.ObjectList{&pcs, &pgs, &qs, &nss, &tops}
+	lists := []client.ObjectList{&pcs, &qs, &nss, &tops}
+	if c.podGroups == nil {
+		lists = append(lists, &pgs)
+	}
 	if c.nodes == nil && !nodesUnchanged {
 		lists = append(lists, &nodes)
 	}
@@ -309,7 +314,7 @@ func (c *Cache) Snapshot(ctx context.Context) (*State, error) {
 		PriorityClasses: ptrs(pcs.Items),
 		Namespaces:      ptrs(nss.Items),
 		Topologies:      ptrs(tops.Items),
-		PodGroups:       ptrs(pgs.Items),
+		PodGroups:       fromStore(c.podGroups, pgs.Items),
 		Queues:          ptrs(qs.Items),
 	}
 	if !nodesUnchanged {

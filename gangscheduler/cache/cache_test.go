@@ -176,6 +176,29 @@ var _ = Describe("Cache", func() {
 		}).Should(Succeed())
 	})
 
+	// So are PodGroups: the builder carries a gang's conversion while its
+	// PodGroup is the same object.
+	It("takes an unchanged PodGroup as the same object, and a changed one anew", func() {
+		pg := testutil.MakePodGroup("pg", ns).MinMember(1).Obj()
+		create(pg)
+		id := api.NewJobID(ns, "pg")
+		var first *schedulingv1alpha1.PodGroup
+		Eventually(func(g Gomega) {
+			first = snapshot(g).PodGroups[id]
+			g.Expect(first).NotTo(BeNil())
+		}).Should(Succeed())
+		Expect(snapshot(Default).PodGroups[id]).To(BeIdenticalTo(first))
+
+		resized := pg.DeepCopy()
+		resized.Spec.MinMember = 2
+		Expect(suite.Client.Patch(ctx, resized, client.MergeFrom(pg))).To(Succeed())
+		Eventually(func(g Gomega) {
+			st := snapshot(g)
+			g.Expect(st.PodGroups[id]).NotTo(BeIdenticalTo(first))
+			g.Expect(st.Snapshot.Jobs[id].MinMember).To(Equal(int32(2)))
+		}).Should(Succeed())
+	})
+
 	// Cycles release their state, so the next one reuses its nodes, and
 	// take the nodes from the last snapshot while the node informer is
 	// quiet: every node event must still show in the next snapshot.
