@@ -42,9 +42,9 @@ type Cache struct {
 	// cycle, which is how the builder's memos know it unchanged (through a
 	// List every object would look changed, and be converted every cycle).
 	nodes, pods, podGroups toolscache.Store
-	assumed     *assumedPods
-	now         func() time.Time
-	changed     chan struct{}
+	assumed                *assumedPods
+	now                    func() time.Time
+	changed                chan struct{}
 	// podEvents receives after any pod event since the last receive:
 	// AwaitBound's wake-up.
 	podEvents chan struct{}
