@@ -12,7 +12,10 @@ import (
 //
 // An informer never changes a PodGroup object in place, so entries are
 // kept by the object itself and stay valid for as long as it is listed;
-// one whose object a build does not list is dropped. Each build gets its
+// one whose object a build does not list is dropped. So it only saves work
+// when given the informer's own objects (Cache reads them from the
+// informer's store): the copies a List makes are new every cycle, and
+// would be converted every cycle. Each build gets its
 // own JobInfos, copies of the entries': the scheduler and its sessions set
 // a job's phase, times and tasks, never what it derives from the spec
 // (minimums, minResources, topology policy), which the copies share
