@@ -158,17 +158,20 @@ var _ = Describe("Cache", func() {
 	// builder's node memo knows it need not parse it again.
 	It("takes an unchanged node as the same object, and a changed one anew", func() {
 		n := node("a")
+		obj := &corev1.Node{}
+		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: n}, obj)).To(Succeed())
 		var first *corev1.Node
+		// Making a node ready takes more than one write: wait for the
+		// last, or the next event would rightly be a new object.
 		Eventually(func(g Gomega) {
 			ni := snapshot(g).Snapshot.Nodes[n]
 			g.Expect(ni).NotTo(BeNil())
+			g.Expect(ni.Node.ResourceVersion).To(Equal(obj.ResourceVersion))
 			g.Expect(ni.Allocatable.MilliCPU).To(Equal(int64(8000)))
 			first = ni.Node
 		}).Should(Succeed())
 		Expect(snapshot(Default).Snapshot.Nodes[n].Node).To(BeIdenticalTo(first))
 
-		obj := &corev1.Node{}
-		Expect(suite.Client.Get(ctx, client.ObjectKey{Name: n}, obj)).To(Succeed())
 		obj.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("16")
 		Expect(suite.Client.Status().Update(ctx, obj)).To(Succeed())
 		Eventually(func(g Gomega) {
