@@ -25,9 +25,15 @@ import (
 //
 // The zero value is ready to use; not safe for concurrent use.
 type TaskMemo struct {
+	// Primer, if set, holds entries derived as the informer delivered the
+	// pods (see TaskPrimer); it must serve the JobOf the memo is given.
+	Primer *TaskPrimer
+
 	byPod map[*corev1.Pod]*taskEntry
 	gen   uint64
 	seen  int
+	// derived counts the tasks snapshots derived themselves (NewTaskInfo).
+	derived uint64
 	// slab holds the TaskInfos of the snapshot being built, allocated
 	// together: one allocation per snapshot rather than one per pod.
 	slab []TaskInfo
@@ -65,7 +71,12 @@ func (m *TaskMemo) entry(pod *corev1.Pod, jobOf JobOfFunc) *taskEntry {
 	}
 	e := m.byPod[pod]
 	if e == nil {
-		e = newTaskEntry(pod, jobOf)
+		if m.Primer != nil {
+			e = m.Primer.take(pod)
+		}
+		if e == nil {
+			e = newTaskEntry(pod, jobOf)
+		}
 		m.byPod[pod] = e
 	}
 	if e.seen != m.gen {
@@ -91,6 +102,7 @@ func (m *TaskMemo) task(e *taskEntry, job JobID, pod *corev1.Pod) *TaskInfo {
 	}
 	if !e.built || e.task.Job != job {
 		e.task, e.built = *NewTaskInfo(job, pod), true
+		m.derived++
 	}
 	m.slab = append(m.slab, e.task)
 	return &m.slab[len(m.slab)-1]
@@ -114,3 +126,7 @@ func (m *TaskMemo) end() {
 
 // Len is the number of pods the memo holds.
 func (m *TaskMemo) Len() int { return len(m.byPod) }
+
+// Derived is how many tasks the memo's snapshots derived themselves, not
+// finding them carried from an earlier snapshot or primed.
+func (m *TaskMemo) Derived() uint64 { return m.derived }

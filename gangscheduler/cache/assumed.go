@@ -37,6 +37,12 @@ type assumption struct {
 	// passes), it reads as terminating on node, so the next cycle does
 	// not see the victim running and evict it again.
 	deleting bool
+	// view is the copy apply showed of the informer's object of, kept so
+	// that every cycle until the informer catches up sees the same
+	// object: the builder's memo then derives the pod's task once, not
+	// once per cycle while its bind is in flight (thousands at a time
+	// when one cycle binds a large backlog).
+	of, view *corev1.Pod
 }
 
 func newAssumedPods(ttl time.Duration) *assumedPods {
@@ -99,24 +105,20 @@ func (a *assumedPods) apply(pods []*corev1.Pod, now time.Time) []*corev1.Pod {
 				delete(a.pods, pod.UID)
 				continue
 			}
-			deleting := *pod
-			ts := metav1.NewTime(as.since)
-			deleting.DeletionTimestamp = &ts
-			if deleting.Spec.NodeName == "" { // its bind is assumed too
-				deleting.Spec.NodeName = as.node
-			}
-			out[i] = &deleting
+			out[i] = a.view(pod, as, func(deleting *corev1.Pod) {
+				ts := metav1.NewTime(as.since)
+				deleting.DeletionTimestamp = &ts
+				if deleting.Spec.NodeName == "" { // its bind is assumed too
+					deleting.Spec.NodeName = as.node
+				}
+			})
 			continue
 		}
 		if pod.Spec.NodeName != "" || now.Sub(as.since) > a.ttl {
 			delete(a.pods, pod.UID)
 			continue
 		}
-		// A shallow copy is enough: only a value field changes, and
-		// nothing downstream writes through the shared maps and slices.
-		bound := *pod
-		bound.Spec.NodeName = as.node
-		out[i] = &bound
+		out[i] = a.view(pod, as, func(bound *corev1.Pod) { bound.Spec.NodeName = as.node })
 	}
 	for uid := range a.pods {
 		if !seen[uid] {
@@ -124,4 +126,19 @@ func (a *assumedPods) apply(pods []*corev1.Pod, now time.Time) []*corev1.Pod {
 		}
 	}
 	return out
+}
+
+// view returns the copy of pod that as shows, made by change the first
+// time pod (this object of it) is shown. A shallow copy is enough: only
+// value fields change, and nothing downstream writes through the shared
+// maps and slices. The caller holds a.mu.
+func (a *assumedPods) view(pod *corev1.Pod, as assumption, change func(*corev1.Pod)) *corev1.Pod {
+	if as.of == pod {
+		return as.view
+	}
+	cp := *pod
+	change(&cp)
+	as.of, as.view = pod, &cp
+	a.pods[pod.UID] = as
+	return &cp
 }

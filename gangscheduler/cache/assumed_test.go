@@ -136,3 +136,41 @@ func TestAssumedDeleted(t *testing.T) {
 		t.Errorf("on %q, terminating %v; want terminating on n1", out[0].Spec.NodeName, out[0].DeletionTimestamp != nil)
 	}
 }
+
+// apply shows an assumed pod as the same copy from one cycle to the next
+// while the informer holds the same object, so the builder's memo derives
+// its task once, and as a new copy of a new object.
+func TestAssumedViewStable(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		assume func(a *assumedPods)
+		pod    *corev1.Pod
+	}{
+		{name: "bound", assume: func(a *assumedPods) { a.assume("ns/a", "n1", t0) }, pod: st.MakePod("ns", "a").Obj()},
+		{name: "deleted", assume: func(a *assumedPods) { a.assumeDeleted("ns/a", "n1", t0) },
+			pod: st.MakePod("ns", "a").Node("n1").Phase(corev1.PodRunning).Obj()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAssumedPods(time.Minute)
+			tc.assume(a)
+			first := a.apply([]*corev1.Pod{tc.pod}, t0)[0]
+			if first == tc.pod {
+				t.Fatal("apply showed the informer's object, not a copy")
+			}
+			if again := a.apply([]*corev1.Pod{tc.pod}, t0.Add(time.Second))[0]; again != first {
+				t.Error("the next cycle got a new copy of the same object")
+			}
+			replaced := tc.pod.DeepCopy()
+			replaced.Labels = map[string]string{"changed": "yes"}
+			next := a.apply([]*corev1.Pod{replaced}, t0.Add(2*time.Second))[0]
+			if next == first || next.Labels["changed"] != "yes" || next.Spec.NodeName != "n1" {
+				t.Errorf("a new object of the pod is shown as %p on %q with labels %v; want a new copy on n1 with its labels",
+					next, next.Spec.NodeName, next.Labels)
+			}
+			if (next.DeletionTimestamp != nil) != (tc.name == "deleted") {
+				t.Errorf("terminating = %v", next.DeletionTimestamp != nil)
+			}
+		})
+	}
+}

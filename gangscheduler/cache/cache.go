@@ -48,6 +48,11 @@ type Cache struct {
 	// podEvents receives after any pod event since the last receive:
 	// AwaitBound's wake-up.
 	podEvents chan struct{}
+	// primer derives each pod's task as the pod informer delivers it, for
+	// the builder's memo (api.TaskPrimer); podsPrimed says the pod handler
+	// has handled the informer's initial list.
+	primer     *api.TaskPrimer
+	podsPrimed func() bool
 	// storage looks the storage objects up in their informers' stores,
 	// nil when some informer exposes none (each snapshot then lists them).
 	storage *storeSource
@@ -94,13 +99,15 @@ func New(ctx context.Context, informers ctrlcache.Cache, opts Options) (*Cache, 
 	if ttl == 0 {
 		ttl = assumedTTL
 	}
+	primer := api.NewTaskPrimer(JobOf(opts.SchedulerName))
 	c := &Cache{
 		informers: informers,
 		assumed:   newAssumedPods(ttl),
 		now:       time.Now,
 		changed:   make(chan struct{}, 1),
 		podEvents: make(chan struct{}, 1),
-		builder:   Builder{SchedulerName: opts.SchedulerName},
+		primer:    primer,
+		builder:   Builder{SchedulerName: opts.SchedulerName, Primer: primer},
 	}
 	var storage storeSource
 	for _, obj := range watched() {
@@ -113,18 +120,23 @@ func New(ctx context.Context, informers ctrlcache.Cache, opts Options) (*Cache, 
 		switch obj.(type) {
 		case *corev1.Node:
 			onEvent = func() { c.nodeEvents.Add(1); c.notify() }
-		case *corev1.Pod:
-			onEvent = func() { signal(c.podEvents); c.notify() }
-			onUpdate = c.podUpdated
 		case *schedulingv1alpha1.PodGroup, *schedulingv1alpha1.Queue:
 			onUpdate = c.statusUpdated
 		}
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		handler := toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { onEvent() },
 			UpdateFunc: onUpdate,
 			DeleteFunc: func(any) { onEvent() },
-		}); err != nil {
+		}
+		if _, ok := obj.(*corev1.Pod); ok {
+			handler = c.podHandler()
+		}
+		reg, err := inf.AddEventHandler(handler)
+		if err != nil {
 			return nil, fmt.Errorf("event handler for %T: %w", obj, err)
+		}
+		if _, ok := obj.(*corev1.Pod); ok {
+			c.podsPrimed = reg.HasSynced
 		}
 		if s, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
 			switch obj.(type) {
@@ -177,16 +189,51 @@ func (c *Cache) statusUpdated(oldObj, newObj any) {
 	c.notify()
 }
 
+// podHandler handles the pod informer's events: each new pod object's task
+// is derived (primed) before the loop is woken for it, so the cycle the
+// event wakes finds it made, and a replaced or deleted object is
+// forgotten. Every event wakes AwaitBound.
+func (c *Cache) podHandler() toolscache.ResourceEventHandlerFuncs {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				c.primer.Prime(pod)
+			}
+			signal(c.podEvents)
+			c.notify()
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, okOld := oldObj.(*corev1.Pod)
+			pod, okNew := newObj.(*corev1.Pod)
+			// A resync delivers the same object again: nothing to derive.
+			if okOld && okNew && old != pod {
+				c.primer.Forget(old)
+				c.primer.Prime(pod)
+			}
+			c.podUpdated(old, pod)
+		},
+		DeleteFunc: func(obj any) {
+			if gone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = gone.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				c.primer.Forget(pod)
+			}
+			signal(c.podEvents)
+			c.notify()
+		},
+	}
+}
+
 // podUpdated handles a pod's update: it wakes AwaitBound, and the loop
 // unless the update only shows a bind this scheduler made, to the node
 // it assumed: the snapshots have counted that pod there since the bind
 // was dispatched, so no cycle can decide differently for it. A burst of
 // binds would otherwise run a cycle per MinCyclePeriod for its own echo.
-func (c *Cache) podUpdated(oldObj, newObj any) {
+// Either pod may be nil (an object of another type).
+func (c *Cache) podUpdated(old, pod *corev1.Pod) {
 	signal(c.podEvents)
-	old, okOld := oldObj.(*corev1.Pod)
-	pod, okNew := newObj.(*corev1.Pod)
-	if okOld && okNew && old.Spec.NodeName == "" && pod.Spec.NodeName != "" && c.assumed.bindsTo(pod.UID, pod.Spec.NodeName) {
+	if old != nil && pod != nil && old.Spec.NodeName == "" && pod.Spec.NodeName != "" && c.assumed.bindsTo(pod.UID, pod.Spec.NodeName) {
 		return
 	}
 	c.notify()
@@ -263,9 +310,28 @@ func (c *Cache) shownBound(pod *corev1.Pod) bool {
 }
 
 // WaitForSync blocks until every informer has listed its objects, so that
-// the first snapshot is complete; false if ctx ended first.
+// the first snapshot is complete, and the pod handler has derived the
+// tasks of the pods listed, so that the first cycle does not; false if ctx
+// ended first.
 func (c *Cache) WaitForSync(ctx context.Context) bool {
-	return c.informers.WaitForCacheSync(ctx)
+	if !c.informers.WaitForCacheSync(ctx) {
+		return false
+	}
+	// client-go's WaitForCacheSync polls every 100 ms; the handler is
+	// usually a few ms behind the store.
+	err := wait.PollUntilContextCancel(ctx, 2*time.Millisecond, true, func(context.Context) (bool, error) {
+		return c.podsPrimed(), nil
+	})
+	return err == nil
+}
+
+// TasksDerived is how many pod objects the pod handler derived tasks of
+// (primed), and how many tasks the cycles' snapshots derived themselves
+// (neither carried from an earlier cycle nor primed).
+func (c *Cache) TasksDerived() (primed, inCycles uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.primer.Primed(), c.builder.TasksDerived()
 }
 
 // Snapshot builds one cycle's state from what the informers hold now, with

@@ -33,22 +33,29 @@ var _ = Describe("Cache", func() {
 		ns  string
 	)
 
-	BeforeEach(func() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(context.Background())
-		DeferCleanup(cancel)
+	// newCache starts a cache on its own informers and waits for it to
+	// sync.
+	newCache := func() *cache.Cache {
 		scheme := runtime.NewScheme()
 		Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 		Expect(schedulingv1alpha1.AddToScheme(scheme)).To(Succeed())
 		informers, err := ctrlcache.New(suite.Env.Config, ctrlcache.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
-		c, err = cache.New(ctx, informers, cache.Options{SchedulerName: "troupe-scheduler"})
+		c, err := cache.New(ctx, informers, cache.Options{SchedulerName: "troupe-scheduler"})
 		Expect(err).NotTo(HaveOccurred())
 		go func() {
 			defer GinkgoRecover()
 			Expect(informers.Start(ctx)).To(Succeed())
 		}()
 		Expect(c.WaitForSync(ctx)).To(BeTrue())
+		return c
+	}
+
+	BeforeEach(func() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(context.Background())
+		DeferCleanup(cancel)
+		c = newCache()
 		ns = suite.NewNamespace(ctx, "cache")
 	})
 
@@ -151,6 +158,39 @@ var _ = Describe("Cache", func() {
 			g.Expect(st.Queues).To(HaveKey(api.QueueID(ns)))
 			g.Expect(st.Snapshot.Queues[api.QueueID(ns)].Weight).To(Equal(int32(3)))
 		}).Should(Succeed())
+	})
+
+	// The pod informer's handler derives each pod's task as it delivers the
+	// pod (api.TaskPrimer), and WaitForSync waits for it to have handled
+	// the pods listed at start: the first cycle derives none of them.
+	It("derives the tasks of the pods it lists at start before it reports synced", func() {
+		n := node("a")
+		create(
+			testutil.MakePodGroup("pg", ns).MinMember(2).Obj(),
+			testutil.MakeGangPod("p", ns).Group("pg").Obj(),
+			testutil.MakeGangPod("q", ns).Group("pg").Obj(),
+			testutil.MakeGangPod("theirs-bound", ns).SchedulerName("other").NodeName(n).Request(corev1.ResourceCPU, "2").Obj(),
+		)
+		DeferCleanup(func() {
+			Expect(suite.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))).To(Succeed())
+		})
+		// The first cache must have them all, so the second lists them.
+		Eventually(func(g Gomega) {
+			st := snapshot(g)
+			g.Expect(st.Snapshot.Jobs[api.NewJobID(ns, "pg")].Tasks).To(HaveLen(2))
+			g.Expect(st.Snapshot.Nodes[n].Used.MilliCPU).To(Equal(int64(2000)))
+		}).Should(Succeed())
+
+		started := newCache()
+		primed, inCycles := started.TasksDerived()
+		Expect(primed).To(BeNumerically(">=", 3), "every pod listed at start was primed")
+		Expect(inCycles).To(BeZero())
+		st, err := started.Snapshot(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.Snapshot.Jobs[api.NewJobID(ns, "pg")].Tasks).To(HaveLen(2))
+		Expect(st.Snapshot.Nodes[n].Used.MilliCPU).To(Equal(int64(2000)))
+		_, inCycles = started.TasksDerived()
+		Expect(inCycles).To(BeZero(), "the first snapshot derived tasks the handler should have")
 	})
 
 	// The snapshot takes the informer's own node objects, so an unchanged
@@ -271,6 +311,8 @@ var _ = Describe("Cache", func() {
 		Expect(t.NodeName).To(Equal(a))
 		Expect(st.Snapshot.Nodes[a].Used.MilliCPU).To(Equal(int64(1000)), "an assumed pod takes its room")
 		Expect(c.Assumed()).To(Equal(1))
+		again, _ := task(Default)
+		Expect(again.Pod).To(BeIdenticalTo(t.Pod), "every cycle shows the same copy of the assumed pod, for the builder's memo")
 
 		c.Forget(uid)
 		t, st = task(Default)

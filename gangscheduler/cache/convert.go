@@ -58,15 +58,23 @@ func Build(objs Objects, schedulerName string) (*State, error) {
 // concurrent use.
 type Builder struct {
 	SchedulerName string
-	nodes         api.NodeMemo
-	tasks         api.TaskMemo
-	jobs          jobMemo
+	// Primer, if set, holds the tasks of pods derived as their informer
+	// delivered them (api.TaskPrimer); made with JobOf(SchedulerName).
+	Primer *api.TaskPrimer
+	nodes  api.NodeMemo
+	tasks  api.TaskMemo
+	jobs   jobMemo
 }
 
 // Build is Build for the next cycle.
 func (b *Builder) Build(objs Objects) (*State, error) {
+	b.tasks.Primer = b.Primer
 	return build(objs, b.SchedulerName, &b.nodes, &b.tasks, &b.jobs)
 }
+
+// TasksDerived is how many tasks the builder's cycles derived from their
+// pods themselves, neither carried from an earlier cycle nor primed.
+func (b *Builder) TasksDerived() uint64 { return b.tasks.Derived() }
 
 func build(objs Objects, schedulerName string, nodes *api.NodeMemo, tasks *api.TaskMemo, memo *jobMemo) (*State, error) {
 	prio := NewPriorities(objs.PriorityClasses)

@@ -149,13 +149,14 @@ var (
 		Namespace: namespace, Subsystem: subsystem, Name: "holding_gangs",
 		Help: "Gangs that held nodes in the last cycle (the reservation plugin).",
 	})
-	// CachesSynced is when the informers had listed every watched object,
-	// as Unix time. The first cycle starts then, so the time from it to a
+	// CachesSynced is when the informers had listed every watched object
+	// and the pod handler had derived the tasks of the pods listed, as Unix
+	// time. The first cycle starts then, so the time from it to a
 	// backlog's first bind is the first cycle's own latency, apart from
 	// the API server's lists (the benchmarks report it).
 	CachesSynced = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Subsystem: subsystem, Name: "caches_synced_timestamp_seconds",
-		Help: "Unix time at which the informers had listed every watched object and the first cycle could start; 0 until then.",
+		Help: "Unix time at which the informers had listed every watched object, the pods' tasks were derived, and the first cycle could start; 0 until then.",
 	})
 	// StatusWriteLag is, for each PodGroup or Queue status write that
 	// lands, the time since the oldest decision it carries was handed to

@@ -460,7 +460,7 @@ func troupeTable(w io.Writer, results []Result) {
 		return
 	}
 	fmt.Fprintf(w, "### Where Troupe's time goes\n\nFrom troupe-scheduler's metrics at the end of each run. A cycle is snapshot, actions, binds and status writes. "+
-		"Caches synced: when its informers had listed the cluster, from its start; first bind after: from then to its first bind seen by the harness, the first cycle's own latency. "+
+		"Caches synced: when its informers had listed the cluster and the pods' tasks were derived, from its start; first bind after: from then to its first bind seen by the harness, the first cycle's own latency. "+
 		"A gang's binds apart: for each gang whose binds of a cycle all succeeded, from its first bind request to its last (sent), and from the first answer to the last (answered: "+
 		"the API server showed the gang partly bound meanwhile), means over the run; the gangs answered further apart than the partial grace, by the scheduler's histogram. "+
 		"Status lag: per status write landed, the time since the oldest decision it carries was handed to the writer (after the cycle's binds returned), mean over the writes landed in the window.\n\n")

@@ -1,0 +1,81 @@
+package cache
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
+)
+
+// The pod handler keeps the primer in step with the informer's events, so
+// a cycle after them derives no task itself: an added pod is primed, an
+// updated one primed anew (its old object forgotten), a resync's same
+// object not derived again, and a deleted one (or its tombstone)
+// forgotten. Each event wakes the loop.
+func TestPodHandlerPrimes(t *testing.T) {
+	primer := api.NewTaskPrimer(JobOf("troupe-scheduler"))
+	c := &Cache{
+		assumed:   newAssumedPods(time.Minute),
+		now:       time.Now,
+		changed:   make(chan struct{}, 1),
+		podEvents: make(chan struct{}, 1),
+		primer:    primer,
+		builder:   Builder{SchedulerName: "troupe-scheduler", Primer: primer},
+	}
+	h := c.podHandler()
+	node := st.MakeNode("n1").Capacity("8", "32Gi", 0).Obj()
+	w0 := gangPod("w0", "troupe-scheduler", "pg").Obj()
+	w1 := gangPod("w1", "troupe-scheduler", "pg").Obj()
+	w1Bound := w1.DeepCopy()
+	w1Bound.Spec.NodeName = "n1"
+	gone := gangPod("gone", "troupe-scheduler", "pg").Obj()
+
+	for _, step := range []struct {
+		name       string
+		event      func()
+		pods       []*corev1.Pod
+		wantPrimed uint64
+		wantHeld   int
+	}{
+		{name: "three added", event: func() { h.OnAdd(w0, false); h.OnAdd(w1, false); h.OnAdd(gone, false) },
+			pods: []*corev1.Pod{w0, w1, gone}, wantPrimed: 3},
+		{name: "one bound: a new object", event: func() { h.OnUpdate(w1, w1Bound) },
+			pods: []*corev1.Pod{w0, w1Bound, gone}, wantPrimed: 4},
+		{name: "a resync of the same object", event: func() { h.OnUpdate(w0, w0) },
+			pods: []*corev1.Pod{w0, w1Bound, gone}, wantPrimed: 4},
+		{name: "one deleted, as a tombstone, before any cycle listed its new object",
+			event: func() {
+				again := gone.DeepCopy()
+				h.OnUpdate(gone, again)
+				h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: again})
+			},
+			pods: []*corev1.Pod{w0, w1Bound}, wantPrimed: 5},
+	} {
+		step.event()
+		select {
+		case <-c.changed:
+		default:
+			t.Errorf("%s: the loop was not woken", step.name)
+		}
+		if got := primer.Primed(); got != step.wantPrimed {
+			t.Errorf("%s: %d pod objects primed, want %d", step.name, got, step.wantPrimed)
+		}
+		objs := Objects{Nodes: []*corev1.Node{node}, Pods: step.pods, PodGroups: []*schedulingv1alpha1.PodGroup{podGroup(nil)}}
+		got, want := buildBoth(t, &c.builder, objs)
+		if n, w := len(got.Snapshot.Jobs["ns/pg"].Tasks), len(want.Snapshot.Jobs["ns/pg"].Tasks); n != w {
+			t.Errorf("%s: %d tasks, want %d", step.name, n, w)
+		}
+		if _, inCycles := c.TasksDerived(); inCycles != 0 {
+			t.Errorf("%s: the cycles derived %d tasks themselves", step.name, inCycles)
+		}
+		if held := primer.Len(); held != step.wantHeld {
+			t.Errorf("%s: the primer holds %d objects after the cycle, want %d", step.name, held, step.wantHeld)
+		}
+		got.Snapshot.Release()
+	}
+}
