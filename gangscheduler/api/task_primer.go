@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TaskPrimer derives the tasks of pod objects as the pod informer delivers
@@ -17,12 +18,14 @@ import (
 // finds every pod that existed at start derived already.
 //
 // Each entry is of one pod object, as in TaskMemo: the informer replaces a
-// changed pod by a new object, and the handler forgets the old one
-// (Forget). A snapshot takes the entry of each pod it lists that the memo
-// does not know, so the primer holds only the objects no snapshot has
-// taken: at most one per pod that exists. (A snapshot that lists an object
-// before its handler primed it derives the task itself; the entry primed
-// after stays until the object is replaced or deleted.)
+// changed pod by a new object, whose entry replaces the old one's (entries
+// are kept by UID), and a deleted pod is forgotten by its UID (Forget: a
+// deletion delivers the pod's last state as a new object, not the one the
+// informer held). A snapshot takes the entry of each object it lists that
+// the memo does not know, so the primer holds at most one entry per pod
+// that exists. (A snapshot that lists an object before its handler primed
+// it derives the task itself; the entry primed after stays until the pod
+// changes or goes.)
 //
 // Safe for concurrent use: Prime and Forget run on the informer's
 // goroutine while a snapshot takes entries on the scheduling loop's.
@@ -32,13 +35,19 @@ type TaskPrimer struct {
 	primed atomic.Uint64
 
 	mu    sync.Mutex
-	byPod map[*corev1.Pod]*taskEntry
+	byUID map[types.UID]primed
+}
+
+// primed is the entry derived for one object of a pod.
+type primed struct {
+	pod   *corev1.Pod
+	entry *taskEntry
 }
 
 // NewTaskPrimer returns a primer for a memo used with jobOf: the gang an
 // entry names is jobOf's answer, as if the memo had asked.
 func NewTaskPrimer(jobOf JobOfFunc) *TaskPrimer {
-	return &TaskPrimer{jobOf: jobOf, byPod: map[*corev1.Pod]*taskEntry{}}
+	return &TaskPrimer{jobOf: jobOf, byUID: map[types.UID]primed{}}
 }
 
 // Prime derives pod's task, for the snapshot that first lists the object:
@@ -54,35 +63,38 @@ func (p *TaskPrimer) Prime(pod *corev1.Pod) {
 		e.task, e.built = *NewTaskInfo("", pod), true
 	}
 	p.mu.Lock()
-	p.byPod[pod] = e
+	p.byUID[pod.UID] = primed{pod: pod, entry: e}
 	p.mu.Unlock()
 	p.primed.Add(1)
 }
 
-// Forget drops pod's entry, if no snapshot took it: the informer replaced
-// or deleted the object.
+// Forget drops the entry of any object of pod (by its UID), if no snapshot
+// took it: the informer deleted the pod.
 func (p *TaskPrimer) Forget(pod *corev1.Pod) {
 	p.mu.Lock()
-	delete(p.byPod, pod)
+	delete(p.byUID, pod.UID)
 	p.mu.Unlock()
 }
 
-// take hands pod's entry to a memo, nil if there is none.
+// take hands the entry of this object of pod to a memo, nil if there is
+// none.
 func (p *TaskPrimer) take(pod *corev1.Pod) *taskEntry {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	e := p.byPod[pod]
-	if e != nil {
-		delete(p.byPod, pod)
+	pr, ok := p.byUID[pod.UID]
+	if !ok || pr.pod != pod {
+		return nil
 	}
-	return e
+	delete(p.byUID, pod.UID)
+	return pr.entry
 }
 
-// Len is how many pod objects the primer holds for a snapshot to take.
+// Len is how many pods the primer holds an entry for, for a snapshot to
+// take.
 func (p *TaskPrimer) Len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.byPod)
+	return len(p.byUID)
 }
 
 // Primed is how many pod objects Prime derived.

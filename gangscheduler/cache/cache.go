@@ -191,8 +191,8 @@ func (c *Cache) statusUpdated(oldObj, newObj any) {
 
 // podHandler handles the pod informer's events: each new pod object's task
 // is derived (primed) before the loop is woken for it, so the cycle the
-// event wakes finds it made, and a replaced or deleted object is
-// forgotten. Every event wakes AwaitBound.
+// event wakes finds it made (a new object's entry replaces its old one's),
+// and a deleted pod is forgotten. Every event wakes AwaitBound.
 func (c *Cache) podHandler() toolscache.ResourceEventHandlerFuncs {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
@@ -203,11 +203,10 @@ func (c *Cache) podHandler() toolscache.ResourceEventHandlerFuncs {
 			c.notify()
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			old, okOld := oldObj.(*corev1.Pod)
-			pod, okNew := newObj.(*corev1.Pod)
+			old, _ := oldObj.(*corev1.Pod)
+			pod, ok := newObj.(*corev1.Pod)
 			// A resync delivers the same object again: nothing to derive.
-			if okOld && okNew && old != pod {
-				c.primer.Forget(old)
+			if ok && old != pod {
 				c.primer.Prime(pod)
 			}
 			c.podUpdated(old, pod)

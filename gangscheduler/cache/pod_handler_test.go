@@ -14,9 +14,10 @@ import (
 
 // The pod handler keeps the primer in step with the informer's events, so
 // a cycle after them derives no task itself: an added pod is primed, an
-// updated one primed anew (its old object forgotten), a resync's same
-// object not derived again, and a deleted one (or its tombstone)
-// forgotten. Each event wakes the loop.
+// updated one primed anew (its new object's entry replacing the old's), a
+// resync's same object not derived again, and a deleted one forgotten,
+// whether the deletion delivers its last state or a tombstone. Each event
+// wakes the loop.
 func TestPodHandlerPrimes(t *testing.T) {
 	primer := api.NewTaskPrimer(JobOf("troupe-scheduler"))
 	c := &Cache{
@@ -34,6 +35,7 @@ func TestPodHandlerPrimes(t *testing.T) {
 	w1Bound := w1.DeepCopy()
 	w1Bound.Spec.NodeName = "n1"
 	gone := gangPod("gone", "troupe-scheduler", "pg").Obj()
+	late := gangPod("late", "troupe-scheduler", "pg").Obj()
 
 	for _, step := range []struct {
 		name       string
@@ -48,13 +50,21 @@ func TestPodHandlerPrimes(t *testing.T) {
 			pods: []*corev1.Pod{w0, w1Bound, gone}, wantPrimed: 4},
 		{name: "a resync of the same object", event: func() { h.OnUpdate(w0, w0) },
 			pods: []*corev1.Pod{w0, w1Bound, gone}, wantPrimed: 4},
-		{name: "one deleted, as a tombstone, before any cycle listed its new object",
+		// A deletion delivers the pod's last state decoded anew: not the
+		// object the informer held.
+		{name: "one deleted before any cycle listed its new object",
 			event: func() {
 				again := gone.DeepCopy()
 				h.OnUpdate(gone, again)
-				h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: again})
+				h.OnDelete(again.DeepCopy())
 			},
 			pods: []*corev1.Pod{w0, w1Bound}, wantPrimed: 5},
+		{name: "one deleted as a tombstone before any cycle listed it",
+			event: func() {
+				h.OnAdd(late, false)
+				h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/late", Obj: late.DeepCopy()})
+			},
+			pods: []*corev1.Pod{w0, w1Bound}, wantPrimed: 6},
 	} {
 		step.event()
 		select {
