@@ -161,9 +161,11 @@ var _ = Describe("Cache", func() {
 	})
 
 	// The pod informer's handler derives each pod's task as it delivers the
-	// pod (api.TaskPrimer), and WaitForSync waits for it to have handled
-	// the pods listed at start: the first cycle derives none of them.
-	It("derives the tasks of the pods it lists at start before it reports synced", func() {
+	// pod (api.TaskPrimer): the first cycle of a cache started over
+	// existing pods derives none of them. (That WaitForSync waits for the
+	// handler is TestWaitForSyncWaitsForThePodHandler's: here the handler
+	// is done long before the informers report synced.)
+	It("derives the tasks of the pods it lists at start, so that its first cycle derives none", func() {
 		n := node("a")
 		create(
 			testutil.MakePodGroup("pg", ns).MinMember(2).Obj(),

@@ -1,11 +1,14 @@
 package cache
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 	"github.com/troupe-ml/troupe/gangscheduler/api"
@@ -87,5 +90,36 @@ func TestPodHandlerPrimes(t *testing.T) {
 			t.Errorf("%s: the primer holds %d objects after the cycle, want %d", step.name, held, step.wantHeld)
 		}
 		got.Snapshot.Release()
+	}
+}
+
+// syncedInformers are informers that have listed everything: only
+// WaitForCacheSync is called.
+type syncedInformers struct{ ctrlcache.Cache }
+
+func (syncedInformers) WaitForCacheSync(context.Context) bool { return true }
+
+// WaitForSync returns only once the pod handler has handled the informer's
+// initial list, so that the first cycle finds every pod primed; and false
+// if ctx ends first.
+func TestWaitForSyncWaitsForThePodHandler(t *testing.T) {
+	var handled atomic.Bool
+	c := &Cache{informers: syncedInformers{}, podsPrimed: handled.Load}
+	done := make(chan bool, 1)
+	go func() { done <- c.WaitForSync(context.Background()) }()
+	select {
+	case <-done:
+		t.Fatal("WaitForSync returned before the pod handler had handled the initial list")
+	case <-time.After(50 * time.Millisecond):
+	}
+	handled.Store(true)
+	if !<-done {
+		t.Error("WaitForSync reported not synced")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if (&Cache{informers: syncedInformers{}, podsPrimed: func() bool { return false }}).WaitForSync(ctx) {
+		t.Error("WaitForSync reported synced with its context ended and the handler behind")
 	}
 }
