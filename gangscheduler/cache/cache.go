@@ -99,16 +99,8 @@ func New(ctx context.Context, informers ctrlcache.Cache, opts Options) (*Cache, 
 	if ttl == 0 {
 		ttl = assumedTTL
 	}
-	primer := api.NewTaskPrimer(JobOf(opts.SchedulerName))
-	c := &Cache{
-		informers: informers,
-		assumed:   newAssumedPods(ttl),
-		now:       time.Now,
-		changed:   make(chan struct{}, 1),
-		podEvents: make(chan struct{}, 1),
-		primer:    primer,
-		builder:   Builder{SchedulerName: opts.SchedulerName, Primer: primer},
-	}
+	c := newCache(opts.SchedulerName, ttl)
+	c.informers = informers
 	var storage storeSource
 	for _, obj := range watched() {
 		inf, err := informers.GetInformer(ctx, obj)
@@ -161,6 +153,21 @@ func New(ctx context.Context, informers ctrlcache.Cache, opts Options) (*Cache, 
 		c.storage = &storage
 	}
 	return c, nil
+}
+
+// newCache is a Cache without its informers: the state New starts them
+// with, the builder's memo taking the pod handler's primed tasks.
+func newCache(schedulerName string, assumedTTL time.Duration) *Cache {
+	c := &Cache{
+		assumed:   newAssumedPods(assumedTTL),
+		now:       time.Now,
+		changed:   make(chan struct{}, 1),
+		podEvents: make(chan struct{}, 1),
+		primer:    api.NewTaskPrimer(JobOf(schedulerName)),
+		builder:   Builder{SchedulerName: schedulerName},
+	}
+	c.builder.tasks.Primer = c.primer
+	return c
 }
 
 // Changed receives after any watched object was added, updated or deleted

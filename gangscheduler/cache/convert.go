@@ -58,17 +58,15 @@ func Build(objs Objects, schedulerName string) (*State, error) {
 // concurrent use.
 type Builder struct {
 	SchedulerName string
-	// Primer, if set, holds the tasks of pods derived as their informer
-	// delivered them (api.TaskPrimer); made with JobOf(SchedulerName).
-	Primer *api.TaskPrimer
-	nodes  api.NodeMemo
-	tasks  api.TaskMemo
-	jobs   jobMemo
+	nodes         api.NodeMemo
+	// tasks takes the Cache's primed tasks (its Primer), when a Cache
+	// made the builder.
+	tasks api.TaskMemo
+	jobs  jobMemo
 }
 
 // Build is Build for the next cycle.
 func (b *Builder) Build(objs Objects) (*State, error) {
-	b.tasks.Primer = b.Primer
 	return build(objs, b.SchedulerName, &b.nodes, &b.tasks, &b.jobs)
 }
 

@@ -11,7 +11,6 @@ import (
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
-	"github.com/troupe-ml/troupe/gangscheduler/api"
 	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
 )
 
@@ -22,15 +21,8 @@ import (
 // whether the deletion delivers its last state or a tombstone. Each event
 // wakes the loop.
 func TestPodHandlerPrimes(t *testing.T) {
-	primer := api.NewTaskPrimer(JobOf("troupe-scheduler"))
-	c := &Cache{
-		assumed:   newAssumedPods(time.Minute),
-		now:       time.Now,
-		changed:   make(chan struct{}, 1),
-		podEvents: make(chan struct{}, 1),
-		primer:    primer,
-		builder:   Builder{SchedulerName: "troupe-scheduler", Primer: primer},
-	}
+	c := newCache("troupe-scheduler", time.Minute)
+	primer := c.primer
 	h := c.podHandler()
 	node := st.MakeNode("n1").Capacity("8", "32Gi", 0).Obj()
 	w0 := gangPod("w0", "troupe-scheduler", "pg").Obj()
