@@ -155,8 +155,7 @@ func minimalFirst(ssn *framework.Session, job *api.JobInfo, tasks []*api.TaskInf
 // allocateJob tries to place job's pending tasks as one gang, unless a
 // gang of its shape was refused earlier in the pass.
 func (a *Allocate) allocateJob(ssn *framework.Session, refused *refusals, queue *api.QueueInfo, job *api.JobInfo) {
-	tasks := job.PendingTasks()
-	slices.SortStableFunc(tasks, ssn.TaskCompare)
+	tasks := ssn.PendingTasks(job)
 	if job.Topology != nil {
 		a.allocateTopologyJob(ssn, queue, job, tasks)
 		return

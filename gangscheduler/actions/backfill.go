@@ -105,8 +105,7 @@ func (b *Backfill) backfillJob(ssn *framework.Session, queue *api.QueueInfo, job
 	// Asked before placing: a placed member would make a gang that lost
 	// every member look admitted (framework.Session.IsAdmitted).
 	admitted := ssn.IsAdmitted(job)
-	tasks := job.PendingTasks()
-	slices.SortStableFunc(tasks, ssn.TaskCompare)
+	tasks := ssn.PendingTasks(job)
 	for _, task := range tasks {
 		if !RequestsNothing(task) || !readyWith(task.Role) || !ssn.Allocatable(queue, task) {
 			continue

@@ -142,6 +142,10 @@ type enqueuePass struct {
 	podless api.Resource
 	// toHold counts the jobs admitted to hold nodes (admitToHold).
 	toHold int
+	// need is needOf's answer, kept from job to job: most jobs of a
+	// backlog are refused at once, and a Resource of their own would cost
+	// each an allocation (its scalars' map) in every cycle.
+	need api.Resource
 	// idle is the nodes' idle resources as aggregateIdle counts them
 	// (before podless), with the held trial placements taken: summed over
 	// every node at the first job without pods, then kept up to date as
@@ -166,14 +170,11 @@ func (p *enqueuePass) consider(queue *api.QueueInfo, job *api.JobInfo) {
 			fmt.Sprintf("fewer pending pods than minMember %d and minTaskMember %v ask for", job.MinMember, job.MinTaskMember))
 		return
 	}
-	var need api.Resource // what MinimalNeed is for a job with its pods
-	for _, t := range tasks {
-		t.AddRequestsTo(&need)
-	}
-	if r := ssn.JobEnqueueable(job, &need); r != nil {
+	if r := ssn.JobEnqueueable(job, p.needOf(tasks)); r != nil {
 		ssn.RecordUnschedulable(job.UID, r.Reason, r.Message)
 		return
 	}
+	need := p.need.Clone() // the job may be admitted: its own copy
 
 	if job.Topology != nil {
 		p.considerTopology(job, tasks, need)
@@ -189,7 +190,7 @@ func (p *enqueuePass) consider(queue *api.QueueInfo, job *api.JobInfo) {
 	stmt := ssn.Statement()
 	// allocate would place every pending task, in this order: the minimal
 	// gang must be all of them for the trial to be allocate's decision.
-	asAllocate := p.committing && len(tasks) == len(job.PendingTasks())
+	asAllocate := p.committing && len(tasks) == len(ssn.PendingTasks(job))
 	for _, task := range tasks {
 		if asAllocate && !ssn.Allocatable(queue, task) {
 			asAllocate = false // allocate would refuse this task, enqueue does not
@@ -218,6 +219,19 @@ func (p *enqueuePass) consider(queue *api.QueueInfo, job *api.JobInfo) {
 		return
 	}
 	p.admit(job, stmt, need, asAllocate)
+}
+
+// needOf returns what tasks request together: MinimalNeed for a job with
+// its pods, given its minimal gang. The answer is the pass's own, valid
+// until the next call.
+func (p *enqueuePass) needOf(tasks []*api.TaskInfo) *api.Resource {
+	scalars := p.need.Scalars
+	clear(scalars)
+	p.need = api.Resource{Scalars: scalars}
+	for _, t := range tasks {
+		t.AddRequestsTo(&p.need)
+	}
+	return &p.need
 }
 
 // admit admits job and commits its trial placement for allocate (commit),

@@ -2,7 +2,6 @@ package actions
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -66,12 +65,21 @@ func (*PartialGangs) Name() string { return "partial-gangs" }
 // Execute runs the action on the session.
 func (p *PartialGangs) Execute(ssn *framework.Session) {
 	now := ssn.Now
-	findings := ssn.Unschedulable()
-	for _, id := range slices.Sorted(maps.Keys(ssn.Jobs)) {
-		job := ssn.Jobs[id]
-		if !job.Partial() || job.Done() {
-			continue
+	// The partial gangs, in UID order; a cycle has few or none, so the
+	// backlog's gangs are checked, not sorted.
+	var partial []api.JobID
+	for id, job := range ssn.Jobs {
+		if job.Partial() && !job.Done() {
+			partial = append(partial, id)
 		}
+	}
+	if len(partial) == 0 {
+		return
+	}
+	slices.Sort(partial)
+	findings := ssn.Unschedulable()
+	for _, id := range partial {
+		job := ssn.Jobs[id]
 		since := now
 		if job.PartialSince != nil {
 			since = *job.PartialSince

@@ -129,6 +129,30 @@ func (j *JobInfo) ValidCountByRole() map[string]int32 {
 	return j.countByRole(TaskStatus.CanBecomeReady)
 }
 
+// ReadyCountOfRole is ReadyCount for the tasks of one role.
+func (j *JobInfo) ReadyCountOfRole(role string) int32 {
+	return j.countOfRole(role, TaskStatus.CountsTowardMinimum)
+}
+
+// ValidCountOfRole is ValidCount for the tasks of one role.
+func (j *JobInfo) ValidCountOfRole(role string) int32 {
+	return j.countOfRole(role, TaskStatus.CanBecomeReady)
+}
+
+// countOfRole counts role's tasks whose status counts. A walk per role
+// rather than one map of every role: gangs have a few roles, and a map
+// costs an allocation, which a check made for every waiting gang in every
+// cycle notices.
+func (j *JobInfo) countOfRole(role string, counts func(TaskStatus) bool) int32 {
+	var n int32
+	for _, t := range j.Tasks {
+		if t.Role == role && counts(t.Status) {
+			n++
+		}
+	}
+	return n
+}
+
 func (j *JobInfo) countByRole(counts func(TaskStatus) bool) map[string]int32 {
 	m := make(map[string]int32, len(j.MinTaskMember)+1)
 	for _, t := range j.Tasks {
@@ -149,12 +173,8 @@ func (j *JobInfo) IsReady() bool {
 	if j.ReadyCount() < j.MinMember {
 		return false
 	}
-	if len(j.MinTaskMember) == 0 {
-		return true
-	}
-	byRole := j.ReadyCountByRole()
 	for role, min := range j.MinTaskMember {
-		if byRole[role] < min {
+		if j.ReadyCountOfRole(role) < min {
 			return false
 		}
 	}

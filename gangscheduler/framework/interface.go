@@ -67,6 +67,10 @@ type NodeOrderFn func(task *api.TaskInfo, node *api.NodeInfo) int64
 type CompareFn[T any] func(l, r T) int
 
 // JobOrderFn orders jobs, TaskOrderFn tasks of one job, QueueOrderFn queues.
+// A task order compares only what tasks derive from their pods (priority,
+// age, role, ...), never session state: the session keeps each job's
+// pending tasks in that order for as long as they stay pending
+// (Session.PendingTasks).
 type (
 	JobOrderFn   = CompareFn[*api.JobInfo]
 	TaskOrderFn  = CompareFn[*api.TaskInfo]

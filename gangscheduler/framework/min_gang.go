@@ -18,21 +18,19 @@ import (
 // (the gang plugin's JobValid says the same, with a reason). An empty slice
 // with ok true means the placed tasks already meet them.
 func (ssn *Session) MinimalGang(job *api.JobInfo) (tasks []*api.TaskInfo, ok bool) {
-	pending := job.PendingTasks()
-	slices.SortStableFunc(pending, ssn.TaskCompare)
+	pending := ssn.PendingTasks(job)
 	taken := make([]bool, len(pending))
 	n := 0
 	ok = true
 
 	if len(job.MinTaskMember) > 0 {
-		ready := job.ReadyCountByRole()
 		roles := make([]string, 0, len(job.MinTaskMember))
 		for role := range job.MinTaskMember {
 			roles = append(roles, role)
 		}
 		slices.Sort(roles)
 		for _, role := range roles {
-			need := job.MinTaskMember[role] - ready[role]
+			need := job.MinTaskMember[role] - job.ReadyCountOfRole(role)
 			for i, t := range pending {
 				if need <= 0 {
 					break

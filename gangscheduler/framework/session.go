@@ -64,6 +64,9 @@ type Session struct {
 	nominationOrder []Decision
 	// honoured maps the pod features plugins honour to the plugin (Honour).
 	honoured map[api.PodFeature]string
+	// pending are the jobs' pending tasks in task order, as PendingTasks
+	// last listed them.
+	pending map[*api.JobInfo][]*api.TaskInfo
 
 	preferences []Preference
 	// Scratch space of BestNode, reused from search to search.

@@ -16,9 +16,7 @@ const noRole = "pods"
 // pendingShape is what Diagnose's answer for job depends on besides the
 // nodes: its pending pods in the order it places them (api.Shape).
 func pendingShape(ssn *framework.Session, job *api.JobInfo) (string, bool) {
-	tasks := job.PendingTasks()
-	slices.SortStableFunc(tasks, ssn.TaskCompare)
-	return api.Shape(tasks, ssn.LabelSensitive())
+	return api.Shape(ssn.PendingTasks(job), ssn.LabelSensitive())
 }
 
 // Diagnose explains, role by role, why a gang could not be placed whole,
@@ -41,8 +39,7 @@ func pendingShape(ssn *framework.Session, job *api.JobInfo) (string, bool) {
 // again. Pods with rules that placements can satisfy (required pod
 // affinity, spread constraints) are scanned from the start each time.
 func Diagnose(ssn *framework.Session, job *api.JobInfo) string {
-	tasks := job.PendingTasks()
-	slices.SortStableFunc(tasks, ssn.TaskCompare)
+	tasks := ssn.PendingTasks(job)
 	type roleFit struct {
 		name            string
 		pending, placed int

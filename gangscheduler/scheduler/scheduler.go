@@ -344,27 +344,7 @@ func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Act
 	}
 	// A holder's diagnosis counts what it holds as room.
 	ssn.ReleaseHolds()
-	// Diagnose answers alike for gangs of one shape (the session no longer
-	// changes), so a backlog of such gangs costs one diagnosis.
-	// Sorted, so that which gang of a shape is diagnosed, and so the
-	// session's counters, do not depend on map order.
-	byShape := map[string]string{}
-	for _, id := range slices.Sorted(maps.Keys(d.findings)) {
-		f := d.findings[id]
-		job := ssn.Jobs[id]
-		if job == nil || f.Reason != actions.ReasonNotEnoughResources || !job.HasPendingTasks() || job.IsReady() {
-			continue
-		}
-		shape, ok := pendingShape(ssn, job)
-		msg, known := byShape[shape]
-		if !ok || !known {
-			msg = Diagnose(ssn, job)
-		}
-		if ok {
-			byShape[shape] = msg
-		}
-		d.diagnoses[id] = msg
-	}
+	d.diagnose(ssn)
 	for _, id := range ssn.Admitted() {
 		d.admitted[id] = true
 	}
@@ -374,6 +354,49 @@ func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Act
 	// Last: the diagnoses evaluate predicates too.
 	d.stats = ssn.Stats()
 	return d
+}
+
+// diagnose explains each gang not placed for want of room (Diagnose).
+// Diagnose answers alike for gangs of one shape (the session no longer
+// changes), so a backlog of such gangs costs one diagnosis, of the gang of
+// the shape that sorts first: which gang it is, and so the session's
+// counters (predicates are cached per gang), do not depend on map order.
+// Only the first gang of each shape is looked for, not every gang sorted:
+// a backlog of thousands of gangs would sort thousands of UIDs a cycle.
+func (d *decision) diagnose(ssn *framework.Session) {
+	type shaped struct {
+		id    api.JobID
+		shape string
+	}
+	first := map[string]api.JobID{}
+	var shapes []shaped
+	var shapeless []api.JobID // no shape: each diagnosed on its own
+	for id, f := range d.findings {
+		job := ssn.Jobs[id]
+		if job == nil || f.Reason != actions.ReasonNotEnoughResources || !job.HasPendingTasks() || job.IsReady() {
+			continue
+		}
+		shape, ok := pendingShape(ssn, job)
+		if !ok {
+			shapeless = append(shapeless, id)
+			continue
+		}
+		shapes = append(shapes, shaped{id, shape})
+		if f, seen := first[shape]; !seen || id < f {
+			first[shape] = id
+		}
+	}
+	byShape := make(map[string]string, len(first))
+	for _, shape := range slices.Sorted(maps.Keys(first)) {
+		byShape[shape] = Diagnose(ssn, ssn.Jobs[first[shape]])
+	}
+	for _, s := range shapes {
+		d.diagnoses[s.id] = byShape[s.shape]
+	}
+	slices.Sort(shapeless)
+	for _, id := range shapeless {
+		d.diagnoses[id] = Diagnose(ssn, ssn.Jobs[id])
+	}
 }
 
 // commit is one cycle's side effects: the binds it started while its

@@ -49,14 +49,18 @@ type jobAttr struct {
 type state struct {
 	ssn   *framework.Session
 	total api.Resource
-	jobs  map[api.JobID]*jobAttr
+	// jobs are keyed by the session's JobInfo, not by UID: the job order
+	// looks both jobs up in every comparison, and sorting a backlog of
+	// thousands of gangs makes tens of thousands of comparisons a cycle,
+	// where hashing a pointer costs a fraction of hashing a UID.
+	jobs map[*api.JobInfo]*jobAttr
 }
 
 func (plugin) OnSessionOpen(ssn *framework.Session) {
-	s := &state{ssn: ssn, total: ssn.TotalAllocatable(), jobs: make(map[api.JobID]*jobAttr, len(ssn.Jobs))}
+	s := &state{ssn: ssn, total: ssn.TotalAllocatable(), jobs: make(map[*api.JobInfo]*jobAttr, len(ssn.Jobs))}
 	attrs := make([]jobAttr, len(ssn.Jobs)) // one allocation for every job's
 	i := 0
-	for id, job := range ssn.Jobs {
+	for _, job := range ssn.Jobs {
 		a := &attrs[i]
 		i++
 		for _, t := range job.Tasks {
@@ -65,7 +69,7 @@ func (plugin) OnSessionOpen(ssn *framework.Session) {
 			}
 		}
 		a.share = share.Dominant(&a.held, &s.total)
-		s.jobs[id] = a
+		s.jobs[job] = a
 	}
 	ssn.AddJobOrderFn(s.jobOrder)
 	ssn.AddEventHandler(framework.EventHandler{AllocateFunc: s.allocate, DeallocateFunc: s.deallocate})
@@ -101,21 +105,21 @@ func (s *state) jobOrder(l, r *api.JobInfo) int {
 }
 
 func (s *state) share(job *api.JobInfo) float64 {
-	if a := s.jobs[job.UID]; a != nil {
+	if a := s.jobs[job]; a != nil {
 		return a.share
 	}
 	return 0
 }
 
 func (s *state) allocate(task *api.TaskInfo) {
-	if a := s.jobs[task.Job]; a != nil {
+	if a := s.jobs[s.ssn.Jobs[task.Job]]; a != nil {
 		task.AddRequestsTo(&a.held)
 		a.share = share.Dominant(&a.held, &s.total)
 	}
 }
 
 func (s *state) deallocate(task *api.TaskInfo) {
-	if a := s.jobs[task.Job]; a != nil {
+	if a := s.jobs[s.ssn.Jobs[task.Job]]; a != nil {
 		task.SubRequestsFrom(&a.held)
 		a.share = share.Dominant(&a.held, &s.total)
 	}

@@ -47,15 +47,12 @@ func JobReady(job *api.JobInfo) bool { return job.IsReady() }
 func JobValid(job *api.JobInfo) *framework.ValidateResult {
 	short := job.ValidCount() < job.MinMember
 	var shortRoles []string
-	if len(job.MinTaskMember) > 0 {
-		byRole := job.ValidCountByRole()
-		for role, min := range job.MinTaskMember {
-			if byRole[role] < min {
-				shortRoles = append(shortRoles, fmt.Sprintf("%s: %d of %d", role, byRole[role], min))
-			}
+	for role, min := range job.MinTaskMember {
+		if n := job.ValidCountOfRole(role); n < min {
+			shortRoles = append(shortRoles, fmt.Sprintf("%s: %d of %d", role, n, min))
 		}
-		slices.Sort(shortRoles)
 	}
+	slices.Sort(shortRoles)
 	switch {
 	case !short && len(shortRoles) == 0:
 		return nil
