@@ -195,19 +195,26 @@ func NewSnapshot(c Cluster) (*Snapshot, error) {
 		}
 		s.Jobs[j.UID] = j
 	}
-	seen := make(map[TaskID]struct{}, len(c.Pods))
+	// Without a memo, a set of the UIDs listed finds one listed twice; a
+	// memo finds it from its entries (TaskMemo.entry).
+	var seen map[TaskID]struct{}
+	if c.Tasks == nil {
+		seen = make(map[TaskID]struct{}, len(c.Pods))
+	}
 	c.Tasks.begin(len(c.Pods))
 	defer c.Tasks.end()
 	for _, pod := range c.Pods {
 		if pod.UID == "" {
 			return nil, fmt.Errorf("pod %s/%s has no UID", pod.Namespace, pod.Name)
 		}
-		if _, ok := seen[TaskID(pod.UID)]; ok {
+		e, twice := c.Tasks.entry(pod, c.JobOf)
+		if seen != nil {
+			_, twice = seen[TaskID(pod.UID)]
+			seen[TaskID(pod.UID)] = struct{}{}
+		}
+		if twice {
 			return nil, fmt.Errorf("pod %s/%s: UID %s listed twice", pod.Namespace, pod.Name, pod.UID)
 		}
-		seen[TaskID(pod.UID)] = struct{}{}
-
-		e := c.Tasks.entry(pod, c.JobOf)
 		var job *JobInfo
 		if e.inJob {
 			job = s.Jobs[e.job]

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -19,6 +21,11 @@ import (
 // status and node, never what it derives from its pod, which the copies
 // share read-only.
 //
+// The memo also finds a pod listed twice in one snapshot (the same object,
+// or two of one UID), which NewSnapshot refuses: by its entries, kept by
+// UID as they come and go, rather than by a set of every UID each snapshot
+// lists.
+//
 // A memo serves one JobOf function (the cache's Builder has one for its
 // scheduler name): the gang an entry remembers is what the first snapshot
 // to list its pod was told.
@@ -30,6 +37,12 @@ type TaskMemo struct {
 	Primer *TaskPrimer
 
 	byPod map[*corev1.Pod]*taskEntry
+	// byUID is an entry of each pod UID the memo holds; the others of the
+	// UID, if any, are its rivals. Kept as entries come and go rather than
+	// per snapshot, it lets a snapshot find a UID listed twice without a
+	// set of every UID it lists (which cost a steady cycle a third of its
+	// snapshot).
+	byUID map[TaskID]*taskEntry
 	gen   uint64
 	seen  int
 	// derived counts the tasks snapshots derived themselves (NewTaskInfo).
@@ -40,6 +53,10 @@ type TaskMemo struct {
 }
 
 type taskEntry struct {
+	uid TaskID
+	// rivals are the memo's other entries of the same UID: the entries of
+	// a pod's old objects until the memo drops them. Usually none.
+	rivals []*taskEntry
 	// job and inJob are JobOf's answer for the pod.
 	job   JobID
 	inJob bool
@@ -56,7 +73,9 @@ func (m *TaskMemo) begin(pods int) {
 		return
 	}
 	if m.byPod == nil {
-		m.byPod = map[*corev1.Pod]*taskEntry{}
+		// The first snapshot lists every pod: room for them at once.
+		m.byPod = make(map[*corev1.Pod]*taskEntry, pods)
+		m.byUID = make(map[TaskID]*taskEntry, pods)
 	}
 	m.gen++
 	m.seen = 0
@@ -64,12 +83,14 @@ func (m *TaskMemo) begin(pods int) {
 }
 
 // entry returns the entry for pod, with JobOf's answer for it: the memo's,
-// or without a memo one for this snapshot alone.
-func (m *TaskMemo) entry(pod *corev1.Pod, jobOf JobOfFunc) *taskEntry {
+// or without a memo one for this snapshot alone. twice reports that the
+// snapshot listed this pod object, or another of the same UID, before;
+// without a memo the caller checks (it is always false).
+func (m *TaskMemo) entry(pod *corev1.Pod, jobOf JobOfFunc) (e *taskEntry, twice bool) {
 	if m == nil {
-		return newTaskEntry(pod, jobOf)
+		return newTaskEntry(pod, jobOf), false
 	}
-	e := m.byPod[pod]
+	e = m.byPod[pod]
 	if e == nil {
 		if m.Primer != nil {
 			e = m.Primer.take(pod)
@@ -78,16 +99,50 @@ func (m *TaskMemo) entry(pod *corev1.Pod, jobOf JobOfFunc) *taskEntry {
 			e = newTaskEntry(pod, jobOf)
 		}
 		m.byPod[pod] = e
+		m.addUID(e)
 	}
-	if e.seen != m.gen {
-		e.seen = m.gen
-		m.seen++
+	if e.seen == m.gen {
+		return e, true
 	}
-	return e
+	e.seen = m.gen
+	m.seen++
+	for _, o := range e.rivals {
+		if o.seen == m.gen {
+			return e, true
+		}
+	}
+	return e, false
+}
+
+// addUID makes a new entry the rival of every other entry of its UID.
+func (m *TaskMemo) addUID(e *taskEntry) {
+	if o := m.byUID[e.uid]; o != nil {
+		e.rivals = append(slices.Clone(o.rivals), o)
+		for _, r := range e.rivals {
+			r.rivals = append(r.rivals, e)
+		}
+	}
+	m.byUID[e.uid] = e
+}
+
+// dropUID forgets a dropped entry: its rivals no longer have it, and
+// another of them, if any, stands for the UID.
+func (m *TaskMemo) dropUID(e *taskEntry) {
+	for _, r := range e.rivals {
+		r.rivals = slices.DeleteFunc(r.rivals, func(o *taskEntry) bool { return o == e })
+	}
+	switch {
+	case m.byUID[e.uid] != e:
+	case len(e.rivals) > 0:
+		m.byUID[e.uid] = e.rivals[0]
+	default:
+		delete(m.byUID, e.uid)
+	}
+	e.rivals = nil
 }
 
 func newTaskEntry(pod *corev1.Pod, jobOf JobOfFunc) *taskEntry {
-	e := &taskEntry{}
+	e := &taskEntry{uid: TaskID(pod.UID)}
 	if jobOf != nil {
 		e.job, e.inJob = jobOf(pod)
 	}
@@ -120,6 +175,7 @@ func (m *TaskMemo) end() {
 	for pod, e := range m.byPod {
 		if e.seen != m.gen {
 			delete(m.byPod, pod)
+			m.dropUID(e)
 		}
 	}
 }

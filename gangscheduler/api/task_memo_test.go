@@ -242,3 +242,59 @@ func TestTaskPrimerBesideSnapshots(t *testing.T) {
 		t.Errorf("derived %d in snapshots, primed %d, %d primed left over: %d tasks, want %d", memo.Derived(), primer.Primed(), primer.Len(), got, len(pods))
 	}
 }
+
+// A pod listed twice is an error, with a memo as without one: the same
+// object twice, or two objects of one UID, whether the memo knows neither,
+// one (the pod's old object, carried from the last snapshot) or both, in
+// either order. A pod's new object listed without its old one is not: the
+// memo still holds the old object's entry until that snapshot ends.
+func TestSnapshotRefusesAPodListedTwice(t *testing.T) {
+	node := st.MakeNode("n1").Capacity("8", "32Gi", 4).Obj()
+	old := st.MakePod("ns", "w0").Job("j").Req("1", "1Gi").Obj()
+	changed := old.DeepCopy() // the same pod, a new object
+	changed.Labels = map[string]string{"new": "label"}
+	other := st.MakePod("ns", "w1").Job("j").Req("1", "1Gi").Obj()
+	renamed := st.MakePod("ns", "w2").Job("j").Req("1", "1Gi").Obj()
+	renamed.UID = old.UID // another pod of the same UID
+
+	tests := []struct {
+		name string
+		// before are the snapshots built first, each with no pod twice.
+		before [][]*corev1.Pod
+		pods   []*corev1.Pod
+		twice  bool
+	}{
+		{name: "no pod twice", pods: []*corev1.Pod{old, other}},
+		{name: "one object twice", pods: []*corev1.Pod{old, other, old}, twice: true},
+		{name: "two new objects of a UID", pods: []*corev1.Pod{old, changed}, twice: true},
+		{name: "two pods of a UID", pods: []*corev1.Pod{renamed, other, old}, twice: true},
+		{name: "carried object, then the new one", before: [][]*corev1.Pod{{old}}, pods: []*corev1.Pod{old, changed}, twice: true},
+		{name: "new object, then the carried one", before: [][]*corev1.Pod{{old}}, pods: []*corev1.Pod{changed, other, old}, twice: true},
+		{name: "both carried", before: [][]*corev1.Pod{{old}, {changed}}, pods: []*corev1.Pod{changed, old}, twice: true},
+		{name: "the new object alone", before: [][]*corev1.Pod{{old}}, pods: []*corev1.Pod{changed, other}},
+		{name: "the new object alone, the old one dropped", before: [][]*corev1.Pod{{old}, {changed}}, pods: []*corev1.Pod{changed, other}},
+		{name: "back to the old object alone", before: [][]*corev1.Pod{{old}, {changed}}, pods: []*corev1.Pod{old}},
+		{name: "after a refused snapshot", before: [][]*corev1.Pod{{old, changed}}, pods: []*corev1.Pod{changed, old}, twice: true},
+		{name: "after a refused snapshot, one object", before: [][]*corev1.Pod{{old, changed}}, pods: []*corev1.Pod{changed}},
+	}
+	build := func(memo *api.TaskMemo, pods []*corev1.Pod) error {
+		_, err := api.NewSnapshot(api.Cluster{Nodes: []*corev1.Node{node}, Pods: pods,
+			Jobs: []*api.JobInfo{st.MakeJob("ns", "j").MinMember(1).Obj()}, JobOf: st.JobOf, Tasks: memo})
+		return err
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := build(nil, tt.pods); (err != nil) != tt.twice {
+				t.Fatalf("without a memo: error %v, want one: %v", err, tt.twice)
+			}
+			var memo api.TaskMemo
+			for _, pods := range tt.before {
+				_ = build(&memo, pods) // a refused snapshot is one of the cases
+			}
+			err := build(&memo, tt.pods)
+			if (err != nil) != tt.twice {
+				t.Fatalf("with a memo: error %v, want one: %v", err, tt.twice)
+			}
+		})
+	}
+}
