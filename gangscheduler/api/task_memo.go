@@ -43,6 +43,10 @@ type TaskMemo struct {
 	// set of every UID it lists (which cost a steady cycle a third of its
 	// snapshot).
 	byUID map[TaskID]*taskEntry
+	// slots hold each gang's JobInfo in the snapshot being built (listJob),
+	// for its pods' entries to find without hashing its UID per pod.
+	slots map[JobID]*jobSlot
+	jobs  int // the gangs the snapshot being built listed
 	gen   uint64
 	seen  int
 	// derived counts the tasks snapshots derived themselves (NewTaskInfo).
@@ -52,14 +56,23 @@ type TaskMemo struct {
 	slab []TaskInfo
 }
 
+// jobSlot is where a gang's pods find its JobInfo in the snapshot being
+// built: job, if gen is that snapshot's.
+type jobSlot struct {
+	job *JobInfo
+	gen uint64
+}
+
 type taskEntry struct {
 	uid TaskID
 	// rivals are the memo's other entries of the same UID: the entries of
 	// a pod's old objects until the memo drops them. Usually none.
 	rivals []*taskEntry
-	// job and inJob are JobOf's answer for the pod.
+	// job and inJob are JobOf's answer for the pod; slot is the job's slot
+	// as the entry last found it.
 	job   JobID
 	inJob bool
+	slot  *jobSlot
 	// task is the pod's task as NewTaskInfo makes it, for task.Job; built
 	// when first asked for (a pending pod of another scheduler never is).
 	task  TaskInfo
@@ -76,10 +89,41 @@ func (m *TaskMemo) begin(pods int) {
 		// The first snapshot lists every pod: room for them at once.
 		m.byPod = make(map[*corev1.Pod]*taskEntry, pods)
 		m.byUID = make(map[TaskID]*taskEntry, pods)
+		m.slots = map[JobID]*jobSlot{}
 	}
 	m.gen++
-	m.seen = 0
+	m.seen, m.jobs = 0, 0
 	m.slab = make([]TaskInfo, 0, pods)
+}
+
+// listJob puts job in its slot for the snapshot being built.
+func (m *TaskMemo) listJob(job *JobInfo) {
+	if m == nil {
+		return
+	}
+	s := m.slots[job.UID]
+	if s == nil {
+		s = &jobSlot{}
+		m.slots[job.UID] = s
+	}
+	s.job, s.gen = job, m.gen
+	m.jobs++
+}
+
+// job returns the JobInfo of e's gang in the snapshot being built, from
+// jobs without a memo; nil if the snapshot has no such gang.
+func (m *TaskMemo) job(e *taskEntry, jobs map[JobID]*JobInfo) *JobInfo {
+	if m == nil {
+		return jobs[e.job]
+	}
+	if e.slot == nil || e.slot.gen != m.gen {
+		// First asked, or the gang was not listed last time (its slot
+		// may be gone): look it up again.
+		if e.slot = m.slots[e.job]; e.slot == nil || e.slot.gen != m.gen {
+			return nil
+		}
+	}
+	return e.slot.job
 }
 
 // entry returns the entry for pod, with JobOf's answer for it: the memo's,
@@ -169,6 +213,13 @@ func (m *TaskMemo) end() {
 		return
 	}
 	m.slab = nil
+	if len(m.slots) > m.jobs {
+		for id, s := range m.slots {
+			if s.gen != m.gen {
+				delete(m.slots, id)
+			}
+		}
+	}
 	if len(m.byPod) == m.seen {
 		return
 	}

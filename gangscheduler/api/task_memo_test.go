@@ -2,6 +2,9 @@ package api_test
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -297,4 +300,61 @@ func TestSnapshotRefusesAPodListedTwice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A memo finds each pod's gang in the snapshot being built as the gangs
+// come and go: a pod whose gang is not listed belongs to none, and to the
+// gang again once it is listed again, as in a snapshot built afresh.
+func TestTaskMemoFollowsGangsListed(t *testing.T) {
+	node := st.MakeNode("n1").Capacity("8", "32Gi", 4).Obj()
+	pending := st.MakePod("ns", "w0").Job("j").Req("1", "1Gi").Obj()
+	bound := st.MakePod("ns", "w1").Job("j").Req("1", "1Gi").Node("n1").Phase(corev1.PodRunning).Obj()
+	other := st.MakePod("ns", "x0").Job("k").Req("1", "1Gi").Obj()
+	jobs := func(names ...string) []*api.JobInfo {
+		var out []*api.JobInfo
+		for _, n := range names {
+			out = append(out, st.MakeJob("ns", n).MinMember(1).Obj())
+		}
+		return out
+	}
+	cycles := [][]*api.JobInfo{jobs("j", "k"), jobs("k"), jobs(), jobs("j"), jobs("j", "k")}
+	var memo api.TaskMemo
+	for i, js := range cycles {
+		got, err := api.NewSnapshot(api.Cluster{Nodes: []*corev1.Node{node}, Pods: []*corev1.Pod{pending, bound, other}, Jobs: js, JobOf: st.JobOf, Tasks: &memo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := api.NewSnapshot(api.Cluster{Nodes: []*corev1.Node{node}, Pods: []*corev1.Pod{pending, bound, other}, Jobs: jobs(jobNames(js)...), JobOf: st.JobOf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := tasksByJob(got), tasksByJob(want); g != w {
+			t.Errorf("cycle %d: tasks %s, want %s", i, g, w)
+		}
+		if g, w := len(got.Nodes["n1"].Tasks), len(want.Nodes["n1"].Tasks); g != w {
+			t.Errorf("cycle %d: %d tasks on the node, want %d", i, g, w)
+		}
+	}
+}
+
+func jobNames(js []*api.JobInfo) []string {
+	var out []string
+	for _, j := range js {
+		out = append(out, j.Name)
+	}
+	return out
+}
+
+// tasksByJob is "job: task task; ..." in job order.
+func tasksByJob(s *api.Snapshot) string {
+	var out []string
+	for _, id := range slices.Sorted(maps.Keys(s.Jobs)) {
+		var names []string
+		for _, t := range s.Jobs[id].Tasks {
+			names = append(names, t.Name)
+		}
+		slices.Sort(names)
+		out = append(out, fmt.Sprintf("%s: %s", id, strings.Join(names, " ")))
+	}
+	return strings.Join(out, "; ")
 }
