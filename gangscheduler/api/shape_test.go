@@ -13,33 +13,53 @@ func TestShape(t *testing.T) {
 	task := func(job, name, role, cpu string) *api.TaskInfo {
 		return api.NewTaskInfo(api.JobID("ns/"+job), st.MakePod("ns", name).Job(job).Role(role).Req(cpu, "1Gi").Obj())
 	}
-	shape := func(tasks ...*api.TaskInfo) string {
-		s, ok := api.Shape(tasks, false)
-		if !ok {
-			t.Fatalf("no shape for %v", tasks)
-		}
-		return s
+	labelled := func(job, name, role, cpu string) *api.TaskInfo {
+		return api.NewTaskInfo(api.JobID("ns/"+job), st.MakePod("ns", name).Job(job).Role(role).Req(cpu, "1Gi").Labels("team", "x").Obj())
 	}
-	a := shape(task("a", "a-0", "master", "1"), task("a", "a-1", "worker", "4"))
+	a := []*api.TaskInfo{task("a", "a-0", "master", "1"), task("a", "a-1", "worker", "4")}
 	tests := []struct {
 		name  string
-		other string
-		same  bool
+		other []*api.TaskInfo
+		// same and sameWithLabels: one shape without and with labels.
+		same, sameWithLabels bool
 	}{
-		{name: "another job, other names, the same pods", other: shape(task("b", "b-0", "master", "1"), task("b", "b-x", "worker", "4")), same: true},
-		{name: "another role", other: shape(task("b", "b-0", "master", "1"), task("b", "b-1", "launcher", "4"))},
-		{name: "another request", other: shape(task("b", "b-0", "master", "1"), task("b", "b-1", "worker", "5"))},
-		{name: "another order", other: shape(task("b", "b-1", "worker", "4"), task("b", "b-0", "master", "1"))},
-		{name: "one pod fewer", other: shape(task("b", "b-0", "master", "1"))},
+		{name: "another job, other names, the same pods", other: []*api.TaskInfo{task("b", "b-0", "master", "1"), task("b", "b-x", "worker", "4")}, same: true, sameWithLabels: true},
+		{name: "another role", other: []*api.TaskInfo{task("b", "b-0", "master", "1"), task("b", "b-1", "launcher", "4")}},
+		{name: "another request", other: []*api.TaskInfo{task("b", "b-0", "master", "1"), task("b", "b-1", "worker", "5")}},
+		{name: "another order", other: []*api.TaskInfo{task("b", "b-1", "worker", "4"), task("b", "b-0", "master", "1")}},
+		{name: "one pod fewer", other: []*api.TaskInfo{task("b", "b-0", "master", "1")}},
+		{name: "other labels", other: []*api.TaskInfo{task("b", "b-0", "master", "1"), labelled("b", "b-1", "worker", "4")}, same: true},
 	}
 	for _, tc := range tests {
-		if (tc.other == a) != tc.same {
-			t.Errorf("%s: same = %v, want %v", tc.name, tc.other == a, tc.same)
+		for _, withLabels := range []bool{false, true} {
+			want := tc.same
+			if withLabels {
+				want = tc.sameWithLabels
+			}
+			sa, okA := api.Shape(a, withLabels)
+			so, okO := api.Shape(tc.other, withLabels)
+			if !okA || !okO {
+				t.Fatalf("%s: no shape", tc.name)
+			}
+			if (sa == so) != want {
+				t.Errorf("%s, labels %v: same = %v, want %v", tc.name, withLabels, sa == so, want)
+			}
+			if got := api.SameShape(a, tc.other, withLabels); got != want {
+				t.Errorf("%s, labels %v: SameShape = %v, want %v", tc.name, withLabels, got, want)
+			}
+			ha, _ := api.ShapeHash(a, withLabels)
+			ho, _ := api.ShapeHash(tc.other, withLabels)
+			if want && ha != ho {
+				t.Errorf("%s, labels %v: one shape, hashes %x and %x", tc.name, withLabels, ha, ho)
+			}
 		}
 	}
 	// Another scheduler's running pod gets no class.
 	unclassed := api.NewTaskInfo("", st.MakePod("ns", "unclassed").Req("1", "1Gi").Node("n0").Phase(corev1.PodRunning).Obj())
 	if _, ok := api.Shape([]*api.TaskInfo{unclassed}, false); ok {
 		t.Error("a task without a class signature has a shape")
+	}
+	if _, ok := api.ShapeHash([]*api.TaskInfo{unclassed}, false); ok {
+		t.Error("a task without a class signature has a shape hash")
 	}
 }

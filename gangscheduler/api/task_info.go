@@ -164,6 +164,40 @@ func Shape(tasks []*TaskInfo, withLabels bool) (string, bool) {
 	return b.String(), true
 }
 
+// ShapeHash hashes what Shape encodes without building it, for grouping
+// lists by shape where a string per list would cost more than the rest of
+// the grouping: lists of one shape hash alike, and SameShape tells apart
+// those of different shapes that hash alike. False when a task has no
+// class signature.
+func ShapeHash(tasks []*TaskInfo, withLabels bool) (uint64, bool) {
+	const prime = 1099511628211 // FNV-1a's, as the class hash
+	h := uint64(14695981039346656037)
+	mix := func(v uint64) { h = (h ^ v) * prime }
+	for _, t := range tasks {
+		if t.ClassSignature == "" {
+			return 0, false
+		}
+		for i := range len(t.Role) {
+			mix(uint64(t.Role[i]))
+		}
+		mix(0x1f)
+		mix(t.ClassHash)
+		if withLabels {
+			mix(t.LabelsHash())
+		}
+		mix(0x1e)
+	}
+	return h, true
+}
+
+// SameShape reports whether two lists, each with every class signature
+// set, have one Shape.
+func SameShape(a, b []*TaskInfo, withLabels bool) bool {
+	return slices.EqualFunc(a, b, func(x, y *TaskInfo) bool {
+		return x.Role == y.Role && x.ClassSignature == y.ClassSignature && (!withLabels || x.LabelsHash() == y.LabelsHash())
+	})
+}
+
 // scalarRequests lists r's non-zero scalars sorted by name.
 func scalarRequests(r *Resource) []ScalarQuantity {
 	var out []ScalarQuantity

@@ -13,12 +13,6 @@ import (
 // noRole names the pods of a gang that carry no role annotation.
 const noRole = "pods"
 
-// pendingShape is what Diagnose's answer for job depends on besides the
-// nodes: its pending pods in the order it places them (api.Shape).
-func pendingShape(ssn *framework.Session, job *api.JobInfo) (string, bool) {
-	return api.Shape(ssn.PendingTasks(job), ssn.LabelSensitive())
-}
-
 // Diagnose explains, role by role, why a gang could not be placed whole,
 // on the nodes as the session left them (after the gangs placed before
 // it). It places the gang's pending pods again, in a statement it then

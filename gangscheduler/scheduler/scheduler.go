@@ -6,6 +6,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -357,45 +358,58 @@ func decide(snap *api.Snapshot, plugins []framework.Plugin, acts []framework.Act
 }
 
 // diagnose explains each gang not placed for want of room (Diagnose).
-// Diagnose answers alike for gangs of one shape (the session no longer
-// changes), so a backlog of such gangs costs one diagnosis, of the gang of
-// the shape that sorts first: which gang it is, and so the session's
-// counters (predicates are cached per gang), do not depend on map order.
-// Only the first gang of each shape is looked for, not every gang sorted:
-// a backlog of thousands of gangs would sort thousands of UIDs a cycle.
+// Diagnose answers alike for gangs of one shape, their pending pods in the
+// order it places them (api.Shape; the session no longer changes), so a
+// backlog of such gangs costs one diagnosis, of the gang of the shape
+// whose UID sorts first: which gang it is, and so the session's counters
+// (predicates are cached per gang), do not depend on map order. Shapes are
+// grouped by hash (api.ShapeHash, api.SameShape), and only the first gang
+// of each is looked for: a string per gang and a sort of every gang's UID
+// were most of what a backlog of thousands of gangs cost here a cycle.
 func (d *decision) diagnose(ssn *framework.Session) {
+	type shape struct {
+		tasks []*api.TaskInfo // the pending pods of a gang of the shape
+		first api.JobID
+		msg   string
+	}
 	type shaped struct {
 		id    api.JobID
-		shape string
+		shape *shape
 	}
-	first := map[string]api.JobID{}
-	var shapes []shaped
-	var shapeless []api.JobID // no shape: each diagnosed on its own
+	withLabels := ssn.LabelSensitive()
+	byHash := map[uint64][]*shape{}
+	var shapes []*shape
+	var gangs []shaped
 	for id, f := range d.findings {
 		job := ssn.Jobs[id]
 		if job == nil || f.Reason != actions.ReasonNotEnoughResources || !job.HasPendingTasks() || job.IsReady() {
 			continue
 		}
-		shape, ok := pendingShape(ssn, job)
-		if !ok {
-			shapeless = append(shapeless, id)
+		tasks := ssn.PendingTasks(job)
+		h, ok := api.ShapeHash(tasks, withLabels)
+		if !ok { // no shape: diagnosed on its own
+			s := &shape{tasks: tasks, first: id}
+			shapes = append(shapes, s)
+			gangs = append(gangs, shaped{id, s})
 			continue
 		}
-		shapes = append(shapes, shaped{id, shape})
-		if f, seen := first[shape]; !seen || id < f {
-			first[shape] = id
+		i := slices.IndexFunc(byHash[h], func(s *shape) bool { return api.SameShape(s.tasks, tasks, withLabels) })
+		if i < 0 {
+			s := &shape{tasks: tasks, first: id}
+			byHash[h] = append(byHash[h], s)
+			shapes = append(shapes, s)
+			i = len(byHash[h]) - 1
 		}
+		s := byHash[h][i]
+		s.first = min(s.first, id)
+		gangs = append(gangs, shaped{id, s})
 	}
-	byShape := make(map[string]string, len(first))
-	for _, shape := range slices.Sorted(maps.Keys(first)) {
-		byShape[shape] = Diagnose(ssn, ssn.Jobs[first[shape]])
-	}
+	slices.SortFunc(shapes, func(a, b *shape) int { return cmp.Compare(a.first, b.first) })
 	for _, s := range shapes {
-		d.diagnoses[s.id] = byShape[s.shape]
+		s.msg = Diagnose(ssn, ssn.Jobs[s.first])
 	}
-	slices.Sort(shapeless)
-	for _, id := range shapeless {
-		d.diagnoses[id] = Diagnose(ssn, ssn.Jobs[id])
+	for _, g := range gangs {
+		d.diagnoses[g.id] = g.shape.msg
 	}
 }
 
