@@ -124,11 +124,6 @@ func (j *JobInfo) ValidCount() int32 {
 	return n
 }
 
-// ValidCountByRole is ValidCount per role.
-func (j *JobInfo) ValidCountByRole() map[string]int32 {
-	return j.countByRole(TaskStatus.CanBecomeReady)
-}
-
 // ReadyCountOfRole is ReadyCount for the tasks of one role.
 func (j *JobInfo) ReadyCountOfRole(role string) int32 {
 	return j.countOfRole(role, TaskStatus.CountsTowardMinimum)

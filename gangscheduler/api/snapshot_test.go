@@ -225,8 +225,8 @@ func TestJobReadiness(t *testing.T) {
 			if got := j.ValidCount(); got != tt.valid {
 				t.Errorf("ValidCount = %d, want %d", got, tt.valid)
 			}
-			if got := j.ValidCountByRole()["worker"]; got != tt.validByWorker {
-				t.Errorf("ValidCountByRole[worker] = %d, want %d", got, tt.validByWorker)
+			if got := j.ValidCountOfRole("worker"); got != tt.validByWorker {
+				t.Errorf("ValidCountOfRole(worker) = %d, want %d", got, tt.validByWorker)
 			}
 			if got := j.IsReady(); got != tt.isReady {
 				t.Errorf("IsReady = %v, want %v", got, tt.isReady)
