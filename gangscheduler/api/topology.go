@@ -82,13 +82,16 @@ type TopologyTree struct {
 	// Leaf holds, per NodeList index, the node's domain at the last level;
 	// nil for a node outside the tree.
 	Leaf []*Domain
-	// Domains counts the domains of every level, the root included: a
-	// search that keeps a figure per domain sizes its map by it.
+	// Domains counts the domains of every level, the root included: the
+	// IDs are 0 to Domains-1.
 	Domains int
 }
 
 // Domain is one domain of a TopologyTree.
 type Domain struct {
+	// ID numbers the tree's domains from 0 (the root) to Domains-1: a
+	// search keeps a figure per domain in a slice indexed by it.
+	ID int
 	// Level is the index of the domain's level; -1 for the root.
 	Level int
 	// Value is the level's label value ("rack-3"); "" for the root.
@@ -152,7 +155,7 @@ func buildTree(s *Snapshot, t *TopologyInfo) *TopologyTree {
 			}
 			child := kids[v]
 			if child == nil {
-				child = &Domain{Level: lv, Value: v, Parent: d}
+				child = &Domain{ID: tree.Domains, Level: lv, Value: v, Parent: d}
 				kids[v] = child
 				d.Children = append(d.Children, child)
 				tree.Domains++

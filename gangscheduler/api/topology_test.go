@@ -48,6 +48,24 @@ func TestTopologyTreeDomainsAndLeaves(t *testing.T) {
 			if tree.Domains != tt.wantDomains {
 				t.Errorf("Domains = %d, want %d", tree.Domains, tt.wantDomains)
 			}
+			// Every domain has its own ID, 0 to Domains-1.
+			ids := map[int]string{}
+			var walk func(d *api.Domain)
+			walk = func(d *api.Domain) {
+				if d.ID < 0 || d.ID >= tree.Domains {
+					t.Errorf("domain %q: ID %d outside 0..%d", d.Path(), d.ID, tree.Domains-1)
+				} else if other, dup := ids[d.ID]; dup {
+					t.Errorf("domains %q and %q share ID %d", other, d.Path(), d.ID)
+				}
+				ids[d.ID] = d.Path()
+				for _, c := range d.Children {
+					walk(c)
+				}
+			}
+			walk(tree.Root)
+			if len(ids) != tree.Domains {
+				t.Errorf("%d domains in the tree, Domains = %d", len(ids), tree.Domains)
+			}
 			for i, n := range snap.NodeList {
 				leaf := tree.Leaf[i]
 				if n.Name == "stray" {

@@ -77,7 +77,8 @@ func TestBestIndexAgreesWithScan(t *testing.T) {
 }
 
 // randomCluster makes CPU and GPU nodes of random sizes, some cordoned or
-// tainted, a few pods already running, and pending pods of a few shapes
+// tainted, most in the blocks and racks of randomFabric, a few pods
+// already running, and pending pods of a few shapes
 // (some with a host port, some with a preference, which the index leaves
 // to the scan), in gangs of one to four.
 func randomCluster(rng *rand.Rand) (*api.Snapshot, []*api.TaskInfo) {
@@ -94,6 +95,11 @@ func randomCluster(rng *rand.Rand) (*api.Snapshot, []*api.TaskInfo) {
 			n = n.Unschedulable()
 		case 1:
 			n = n.Taint("dedicated", "x", corev1.TaintEffectNoSchedule)
+		}
+		// Blocks and racks for DomainRoom's test (randomFabric); every
+		// seventh node has neither, and is outside the tree.
+		if i%7 != 6 {
+			n = n.Label(randomBlockKey, fmt.Sprintf("b%d", i%2)).Label(randomRackKey, fmt.Sprintf("b%d-r%d", i%2, i%3))
 		}
 		nodes = append(nodes, n.Obj())
 	}

@@ -33,8 +33,14 @@ type Class struct {
 	// dynamic are the session's dynamic predicates that apply to the
 	// class (Session.AddPredicateFnFor).
 	dynamic []PredicateFn
+	// fitNodeLocal says whether a task of the class fits a node by
+	// nothing but the node's state and the class signature: every
+	// dynamic predicate that applies is node-local and the job has no
+	// refused nodes. Then DomainRoom may answer for the class.
+	fitNodeLocal bool
 	// indexable says whether a bestIndex may answer BestNode for the
-	// class; index is the one it got.
+	// class (its fit node-local, and no preference applies); index is the
+	// one it got.
 	indexable bool
 	index     *bestIndex
 	// others holds the same for the nodes outside candidates, per node
@@ -100,7 +106,8 @@ func (ssn *Session) ClassOf(task *api.TaskInfo) *Class {
 	cls.candidates, cls.at = ssn.candidates(task)
 	var nodeLocal bool
 	cls.dynamic, nodeLocal = ssn.dynamicFor(task)
-	cls.indexable = nodeLocal && !ssn.preferenceApplies(task) && !ssn.refusedNodes(task.Job)
+	cls.fitNodeLocal = nodeLocal && !ssn.refusedNodes(task.Job)
+	cls.indexable = cls.fitNodeLocal && !ssn.preferenceApplies(task)
 	cls.static = make([]uint8, len(cls.candidates))
 	c.byKey[key] = append(c.byKey[key], cls)
 	c.classes++

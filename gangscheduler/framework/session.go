@@ -35,6 +35,9 @@ type Session struct {
 	// Index, in order, for them to catch up with.
 	indexes map[indexKey]*bestIndex
 	changed []int32
+	// rooms answer DomainRoom per class signature and tree
+	// (domain_room.go), catching up with changed as the indexes do.
+	rooms map[roomKey]*domainRoom
 	// labels are the nodes with a label, for CandidateNodes.
 	labels labelNodes
 

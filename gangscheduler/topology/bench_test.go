@@ -13,11 +13,12 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/topology"
 )
 
-// BenchmarkPlace is the search for one gang of 32 one-GPU workers with a
+// BenchmarkPlace is the search for gangs of 32 one-GPU workers with a
 // required rack pack on 8 blocks x 8 racks x 8 hosts of 8 GPUs (512
-// nodes), every third host half busy: the time per gang of the search
-// alone, on a session opened once, beside the same gang placed member by
-// member on each one's best node.
+// nodes), every third host half busy, on a session opened once: the time
+// per gang of the search alone, for one gang and for a backlog of 8 of
+// one shape (each placed beside the ones before it), beside one gang
+// placed member by member on each one's best node.
 func BenchmarkPlace(b *testing.B) {
 	nodes := gpuNodes(8, 8, 8, 8)
 	var pods []*corev1.Pod
@@ -26,16 +27,22 @@ func BenchmarkPlace(b *testing.B) {
 			pods = append(pods, used(n.Name, 4))
 		}
 	}
-	for i := range 32 {
-		pods = append(pods, st.MakePod("ns", fmt.Sprintf("g-worker-%d", i)).Job("g").Role("worker").Req("1", "1Gi").GPU(1).
-			Labels(topology.ReplicaIndexLabel, fmt.Sprint(i)).Obj())
+	const gangs = 8
+	var jobs []*api.JobInfo
+	for j := range gangs {
+		name := fmt.Sprintf("g%d", j)
+		for i := range 32 {
+			pods = append(pods, st.MakePod("ns", fmt.Sprintf("%s-worker-%d", name, i)).Job(name).Role("worker").Req("1", "1Gi").GPU(1).
+				Labels(topology.ReplicaIndexLabel, fmt.Sprint(i)).Obj())
+		}
+		job := st.MakeJob("ns", name).MinMember(32).Obj()
+		job.Topology = &api.TopologyPolicy{Topology: "fabric", Rules: []api.LevelRule{rule("rack", api.RulePack, true)}}
+		jobs = append(jobs, job)
 	}
-	job := st.MakeJob("ns", "g").MinMember(32).Obj()
-	job.Topology = &api.TopologyPolicy{Topology: "fabric", Rules: []api.LevelRule{rule("rack", api.RulePack, true)}}
-	snap := st.MustSnapshot(nodes, pods, []*api.JobInfo{job})
+	snap := st.MustSnapshot(nodes, pods, jobs)
 	snap.Topologies = map[string]*api.TopologyInfo{fabric.Name: fabric}
 	ssn := framework.OpenSession(snap, plugins.Default()...)
-	g := ssn.Jobs["ns/g"]
+	g := ssn.Jobs["ns/g0"]
 	tasks := g.PendingTasks()
 	b.Run("rack pack, required", func(b *testing.B) {
 		for range b.N {
@@ -44,6 +51,23 @@ func BenchmarkPlace(b *testing.B) {
 				b.Fatalf("not placed: %s", res.Message)
 			}
 			res.Stmt.Discard()
+		}
+	})
+	// A backlog: each gang sees the nodes the gangs before it took.
+	b.Run(fmt.Sprintf("rack pack, required, %d gangs", gangs), func(b *testing.B) {
+		stmts := make([]*framework.Statement, gangs)
+		for range b.N {
+			for j := range gangs {
+				job := ssn.Jobs[api.JobID(fmt.Sprintf("ns/g%d", j))]
+				res := topology.Place(ssn, job, job.PendingTasks(), nil)
+				if res.Stmt == nil {
+					b.Fatalf("gang %d not placed: %s", j, res.Message)
+				}
+				stmts[j] = res.Stmt
+			}
+			for j := gangs - 1; j >= 0; j-- {
+				stmts[j].Discard()
+			}
 		}
 	})
 	// The baseline: each member on its best node, as allocate places a

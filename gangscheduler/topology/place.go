@@ -4,15 +4,18 @@
 // preferred), for the members of the roles it covers, whatever the other
 // members do (a CPU-only master need not sit in the GPU rack).
 //
-// The search decides the whole gang at once, top down, on summaries: a
-// pass over the nodes the members may use gives each node's room (how
-// many members fit on it now) and, summed, each domain's; at each level
+// The search decides the whole gang at once, top down, on summaries: each
+// node's room (how many members fit on it now) and, summed, each
+// domain's, which the session keeps for a shape of member from gang to
+// gang and brings up to date with the nodes placements change
+// (framework.Session.DomainRoom); at each level
 // the rule splits the members over the domains of the level by their
 // room (split); then the members are placed, in rank order, on the nodes
 // of the last level's domains, in the order the tree lists them, each on
-// its best node there (framework.Session.BestNodeIn). So a gang costs one
-// pass over its candidate nodes and a search per member over the nodes
-// of its own domain, not over every node; the tree itself is built once
+// its best node there (framework.Session.BestNodeIn). So a gang costs a
+// walk up the tree per node changed since the last gang of its shape (one
+// pass over its candidate nodes for the first) and a search per member
+// over the nodes of its own domain, not over every node; the tree itself is built once
 // per node set and shared by every session (api.Snapshot.TopologyTree).
 //
 // A level's rule splits the members of each domain of the level above
@@ -212,8 +215,9 @@ type placement struct {
 	placed   map[*api.TaskInfo]*api.Domain
 	placedIn map[*api.Domain]int
 	mayPlace func(*api.TaskInfo) bool
-	// room is how many members fit in each domain now, by measure.
-	room map[*api.Domain]int
+	// room is how many members fit in each domain now, by measure, per
+	// domain ID.
+	room []int
 	// ceiling caps the room of domains that held fewer members than their
 	// room said.
 	ceiling map[*api.Domain]int
@@ -269,9 +273,11 @@ func (p *placement) keepsPlaced(shares []share) error {
 
 // measure computes the room of every domain: per node, how many members
 // fit on it as the first member sees it (its predicates, then its
-// requests against the node's idle resources), summed up the tree. It
-// visits only the nodes the first member may use (its class's candidate
-// nodes). The first member stands for the others: a gang's covered
+// requests against the node's idle resources), summed up the tree. The
+// session keeps that sum for the member's signature from gang to gang,
+// catching up with the nodes each placement changes, where a node's room
+// reads that node alone (sessionRoom); otherwise a pass visits the nodes
+// the first member may use (its class's candidate nodes). The first member stands for the others: a gang's covered
 // members are mostly of one role; where they differ, or where a rule the
 // estimate does not count limits a node (one member per node), the
 // placement finds out and the search runs again (ceiling).
@@ -281,10 +287,48 @@ func (p *placement) keepsPlaced(shares []share) error {
 // lets a domain of its topology key hold one member: a node, for
 // kubernetes.io/hostname, or a domain of the level with that label.
 func (p *placement) measure() {
-	p.room = make(map[*api.Domain]int, p.tree.Domains)
 	rep := p.members[slices.IndexFunc(p.members, func(t *api.TaskInfo) bool { return p.placed[t] == nil })]
 	cls := p.ssn.ClassOf(rep)
 	alone := p.aloneKeys(rep)
+	if base := p.sessionRoom(cls, rep, alone); base != nil {
+		p.room = append(p.room[:0], base...)
+	} else {
+		p.room = p.nodeRoom(cls, rep, alone)
+	}
+	for lv, l := range p.tree.Levels {
+		if alone[l.NodeLabel] {
+			p.capLevel(p.tree.Root, lv, 1)
+		}
+	}
+	for d, c := range p.ceiling {
+		if over := p.room[d.ID] - c; over > 0 {
+			for x := d; x != nil; x = x.Parent {
+				p.room[x.ID] -= over
+			}
+		}
+	}
+	// A placed member has its place: room for itself.
+	for d, k := range p.placedIn {
+		p.room[d.ID] += k
+	}
+}
+
+// sessionRoom is the room the session keeps for rep's signature
+// (framework.Session.DomainRoom), where nothing but the node's resources
+// limits a node's room: no member alone per node, no cap per node from an
+// earlier attempt. Nil otherwise, or where the session keeps none.
+func (p *placement) sessionRoom(cls *framework.Class, rep *api.TaskInfo, alone map[string]bool) []int {
+	if p.perNode > 0 || alone[corev1.LabelHostname] {
+		return nil
+	}
+	return p.ssn.DomainRoom(cls, rep, p.tree, fitCount)
+}
+
+// nodeRoom computes the room of every domain from a pass over the nodes
+// rep may use, with a node's room capped at one member alone per host,
+// and at perNode.
+func (p *placement) nodeRoom(cls *framework.Class, rep *api.TaskInfo, alone map[string]bool) []int {
+	room := make([]int, p.tree.Domains)
 	for _, n := range p.ssn.CandidateNodes(cls, rep) {
 		leaf := p.tree.Leaf[n.Index]
 		if leaf == nil || !p.ssn.PredicateWithClass(cls, rep, n).Fit {
@@ -298,25 +342,10 @@ func (p *placement) measure() {
 			k = min(k, p.perNode)
 		}
 		for d := leaf; d != nil; d = d.Parent {
-			p.room[d] += k
+			room[d.ID] += k
 		}
 	}
-	for lv, l := range p.tree.Levels {
-		if alone[l.NodeLabel] {
-			p.capLevel(p.tree.Root, lv, 1)
-		}
-	}
-	for d, c := range p.ceiling {
-		if over := p.room[d] - c; over > 0 {
-			for x := d; x != nil; x = x.Parent {
-				p.room[x] -= over
-			}
-		}
-	}
-	// A placed member has its place: room for itself.
-	for d, k := range p.placedIn {
-		p.room[d] += k
-	}
+	return room
 }
 
 // aloneKeys are the topology keys of rep's required anti-affinity terms
@@ -338,14 +367,14 @@ func (p *placement) aloneKeys(rep *api.TaskInfo) map[string]bool {
 // the room of d's descendants above lv at the sum of their children's.
 func (p *placement) capLevel(d *api.Domain, lv, c int) int {
 	if d.Level == lv {
-		p.room[d] = min(p.room[d], c)
-		return p.room[d]
+		p.room[d.ID] = min(p.room[d.ID], c)
+		return p.room[d.ID]
 	}
 	sum := 0
 	for _, ch := range d.Children {
 		sum += p.capLevel(ch, lv, c)
 	}
-	p.room[d] = sum
+	p.room[d.ID] = sum
 	return sum
 }
 
@@ -404,7 +433,7 @@ func (p *placement) distribute(d *api.Domain, n int) ([]share, []string, error) 
 	}
 	slots := make([]slot, len(d.Children))
 	for i, c := range d.Children {
-		slots[i] = slot{dom: c, room: p.room[c], placed: p.placedIn[c]}
+		slots[i] = slot{dom: c, room: p.room[c.ID], placed: p.placedIn[c]}
 	}
 	// A partition or a factor below asks this level for whole groups.
 	at, size, below := p.groups(lv)
@@ -555,8 +584,8 @@ func (p *placement) packFor(d *api.Domain, at, n int, counts []int) []int {
 	}
 	best := -1
 	for j, c := range d.Children {
-		if p.room[c] >= n && len(p.fill(c, at, n)) == fewest && (best < 0 || p.placedIn[c] > p.placedIn[d.Children[best]] ||
-			p.placedIn[c] == p.placedIn[d.Children[best]] && p.room[c] < p.room[d.Children[best]]) {
+		if p.room[c.ID] >= n && len(p.fill(c, at, n)) == fewest && (best < 0 || p.placedIn[c] > p.placedIn[d.Children[best]] ||
+			p.placedIn[c] == p.placedIn[d.Children[best]] && p.room[c.ID] < p.room[d.Children[best].ID]) {
 			best = j
 		}
 	}
@@ -578,11 +607,11 @@ func (p *placement) packFor(d *api.Domain, at, n int, counts []int) []int {
 func (p *placement) tightest(d *api.Domain, at, n int) *api.Domain {
 	var best *api.Domain
 	for _, x := range levelUnder(d, at) {
-		if p.room[x] < n {
+		if p.room[x.ID] < n {
 			continue
 		}
-		if best == nil || cmp.Or(cmp.Compare(p.placedIn[best], p.placedIn[x]), cmp.Compare(p.room[x], p.room[best]),
-			cmp.Compare(p.room[childToward(d, x)], p.room[childToward(d, best)])) < 0 {
+		if best == nil || cmp.Or(cmp.Compare(p.placedIn[best], p.placedIn[x]), cmp.Compare(p.room[x.ID], p.room[best.ID]),
+			cmp.Compare(p.room[childToward(d, x).ID], p.room[childToward(d, best).ID])) < 0 {
 			best = x
 		}
 	}
@@ -620,14 +649,14 @@ func levelUnder(d *api.Domain, at int) []*api.Domain {
 func (p *placement) fill(d *api.Domain, at, n int) map[*api.Domain]int {
 	doms := levelUnder(d, at)
 	slices.SortStableFunc(doms, func(a, b *api.Domain) int {
-		return cmp.Or(cmp.Compare(p.placedIn[b], p.placedIn[a]), cmp.Compare(p.room[b], p.room[a]))
+		return cmp.Or(cmp.Compare(p.placedIn[b], p.placedIn[a]), cmp.Compare(p.room[b.ID], p.room[a.ID]))
 	})
 	out := map[*api.Domain]int{}
 	for _, x := range doms {
 		if n == 0 {
 			break
 		}
-		if take := min(p.room[x], n); take > 0 {
+		if take := min(p.room[x.ID], n); take > 0 {
 			out[x] = take
 			n -= take
 		}
@@ -685,7 +714,7 @@ func (p *placement) groupsError(d *api.Domain, at, size int, rule api.LevelRule,
 	var walk func(x *api.Domain)
 	walk = func(x *api.Domain) {
 		if x.Level == at {
-			if roomiest == nil || p.room[x] > p.room[roomiest] {
+			if roomiest == nil || p.room[x.ID] > p.room[roomiest.ID] {
 				roomiest = x
 			}
 			return
@@ -696,7 +725,7 @@ func (p *placement) groupsError(d *api.Domain, at, size int, rule api.LevelRule,
 	}
 	walk(d)
 	name := p.tree.Levels[at].Name
-	most := fmt.Sprintf("the most is %s with %d", roomiest.Value, p.room[roomiest])
+	most := fmt.Sprintf("the most is %s with %d", roomiest.Value, p.room[roomiest.ID])
 	if size >= n {
 		return &groupsError{fmt.Sprintf("%s: %s: no domain has room for all %d members; %s", name, describe(rule), n, most)}
 	}
@@ -708,7 +737,7 @@ func (p *placement) groupsError(d *api.Domain, at, size int, rule api.LevelRule,
 // domain of level at.
 func (p *placement) wholeGroups(d *api.Domain, at, size int) int {
 	if d.Level == at {
-		return p.room[d] / size
+		return p.room[d.ID] / size
 	}
 	sum := 0
 	for _, c := range d.Children {

@@ -1,0 +1,146 @@
+package framework_test
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/troupe-ml/troupe/gangscheduler/api"
+	st "github.com/troupe-ml/troupe/gangscheduler/api/testing"
+	"github.com/troupe-ml/troupe/gangscheduler/framework"
+	"github.com/troupe-ml/troupe/gangscheduler/plugins"
+)
+
+const (
+	randomBlockKey = "example.com/block"
+	randomRackKey  = "example.com/rack"
+)
+
+// randomFabric is the Topology of randomCluster's blocks and racks.
+var randomFabric = &api.TopologyInfo{Name: "fabric", Levels: []api.TopologyLevel{
+	{Name: "block", NodeLabel: randomBlockKey}, {Name: "rack", NodeLabel: randomRackKey},
+}}
+
+// gpuCopies is a RoomCount: the copies of the task's GPUs, or CPU for a
+// task without GPUs, the node's idle resources hold; at least one.
+func gpuCopies(task *api.TaskInfo, node *api.NodeInfo) int {
+	if g := task.Resreq.Scalar(st.GPU); g > 0 {
+		return max(int(node.Idle.Scalar(st.GPU)/g), 1)
+	}
+	return max(int(node.Idle.MilliCPU/task.Resreq.MilliCPU), 1)
+}
+
+// TestDomainRoomAgreesWithACount: on random clusters and random sequences
+// of placements, commits, discards and evictions, DomainRoom (kept from
+// ask to ask, catching up with the nodes changed) is, for every domain,
+// the sum over the domain's nodes of the count where the task fits, as a
+// count from scratch finds it then.
+func TestDomainRoomAgreesWithACount(t *testing.T) {
+	answered, compared := 0, 0
+	for seed := range uint64(60) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		snap, tasks := randomCluster(rng)
+		ssn := framework.OpenSession(snap, plugins.Default()...)
+		tree := snap.TopologyTree(randomFabric)
+		stmt := ssn.Statement()
+		for step := range 300 {
+			switch op := rng.IntN(10); {
+			case op < 7:
+				pending := pendingOf(tasks)
+				if len(pending) == 0 {
+					continue
+				}
+				task := pending[rng.IntN(len(pending))]
+				cls := ssn.ClassOf(task)
+				compared++
+				if got := ssn.DomainRoom(cls, task, tree, gpuCopies); got != nil {
+					answered++
+					if want := countRoom(ssn, cls, task, tree); !slices.Equal(got, want) {
+						t.Fatalf("seed %d step %d, %s: DomainRoom %v, a count %v", seed, step, task.Name, got, want)
+					}
+				}
+				if n := ssn.BestNode(cls, task); n != nil {
+					if err := stmt.Allocate(task, n); err != nil {
+						t.Fatal(err)
+					}
+				}
+			case op == 7:
+				stmt.Commit()
+				stmt = ssn.Statement()
+			case op == 8:
+				stmt.Discard()
+				stmt = ssn.Statement()
+			default:
+				var held []*api.TaskInfo
+				for _, task := range tasks {
+					if task.Status == api.Bound || task.Status == api.Running {
+						held = append(held, task)
+					}
+				}
+				if len(held) > 0 {
+					if err := stmt.Evict(held[rng.IntN(len(held))], "test"); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+	// The comparison means something only if DomainRoom answered often.
+	if answered < compared/2 {
+		t.Errorf("DomainRoom answered %d of %d asks", answered, compared)
+	}
+}
+
+// countRoom is DomainRoom from scratch: every node of the session, its
+// count where the task fits, added to each of its domains.
+func countRoom(ssn *framework.Session, cls *framework.Class, task *api.TaskInfo, tree *api.TopologyTree) []int {
+	room := make([]int, tree.Domains)
+	for _, n := range ssn.NodeList {
+		leaf := tree.Leaf[n.Index]
+		if leaf == nil || !ssn.PredicateWithClass(cls, task, n).Fit {
+			continue
+		}
+		for d := leaf; d != nil; d = d.Parent {
+			room[d.ID] += gpuCopies(task, n)
+		}
+	}
+	return room
+}
+
+// DomainRoom answers only where a node's room reads that node alone: not
+// for a task whose fit reads other nodes' pods (inter-pod anti-affinity),
+// which the caller counts itself.
+func TestDomainRoomOnlyWhereFitIsNodeLocal(t *testing.T) {
+	var nodes []*corev1.Node
+	for _, n := range cpuNodes(4, "8") {
+		nodes = append(nodes, n)
+		n.Labels[randomBlockKey], n.Labels[randomRackKey] = "b0", "b0-r"+n.Name
+	}
+	tests := []struct {
+		name   string
+		pod    *st.PodWrapper
+		answer bool
+		// root is the room at the root when answered.
+		root int
+	}{
+		{name: "requests and a node selector: 2 nodes of 8 CPUs", pod: st.MakePod("ns", "p").Job("j").Req("1", "1Gi").NodeSelector("pool", "a"), answer: true, root: 16},
+		{name: "a preference (it orders nodes, it does not keep any off): 4 nodes", pod: st.MakePod("ns", "p").Job("j").Req("1", "1Gi").PreferredNodeAffinity(5, "pool", "a"), answer: true, root: 32},
+		{name: "required anti-affinity to its gang", pod: st.MakePod("ns", "p").Job("j").Req("1", "1Gi").Labels("app", "x").PodAntiAffinity(corev1.LabelHostname, "app", "x")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := st.MustSnapshot(nodes, []*corev1.Pod{tc.pod.Obj()}, []*api.JobInfo{st.MakeJob("ns", "j").Obj()})
+			ssn := framework.OpenSession(snap, plugins.Default()...)
+			task := ssn.Jobs["ns/j"].PendingTasks()[0]
+			got := ssn.DomainRoom(ssn.ClassOf(task), task, snap.TopologyTree(randomFabric), gpuCopies)
+			if (got != nil) != tc.answer {
+				t.Fatalf("DomainRoom answered %v, want an answer: %v", got, tc.answer)
+			}
+			if got != nil && got[0] != tc.root {
+				t.Errorf("room at the root %d, want %d", got[0], tc.root)
+			}
+		})
+	}
+}
