@@ -25,56 +25,77 @@ func TestBestIndexAgreesWithScan(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		snap, tasks := randomCluster(rng)
 		ssn := framework.OpenSession(snap, plugins.Default()...)
-		stmt := ssn.Statement()
-		for step := range 400 {
-			switch op := rng.IntN(10); {
-			case op < 7:
-				pending := pendingOf(tasks)
-				if len(pending) == 0 {
-					continue
-				}
-				task := pending[rng.IntN(len(pending))]
-				cls := ssn.ClassOf(task)
-				got := ssn.BestNode(cls, task)
-				want := ssn.BestNodeIn(cls, task, ssn.CandidateNodes(cls, task))
-				compared++
-				if ssn.Indexed(task) {
-					indexed++
-				}
-				if got != want {
-					t.Fatalf("seed %d step %d, %s: BestNode %s, the scan %s", seed, step, task.Name, nameOf(got), nameOf(want))
-				}
-				if got != nil {
-					if err := stmt.Allocate(task, got); err != nil {
-						t.Fatal(err)
-					}
-				}
-			case op == 7:
-				stmt.Commit()
-				stmt = ssn.Statement()
-			case op == 8:
-				stmt.Discard()
-				stmt = ssn.Statement()
-			default:
-				var held []*api.TaskInfo
-				for _, task := range tasks {
-					if task.Status == api.Bound || task.Status == api.Running {
-						held = append(held, task)
-					}
-				}
-				if len(held) > 0 {
-					if err := stmt.Evict(held[rng.IntN(len(held))], "test"); err != nil {
-						t.Fatal(err)
-					}
-				}
+		walkRandomly(t, rng, ssn, tasks, 400, func(step int, task *api.TaskInfo) *api.NodeInfo {
+			cls := ssn.ClassOf(task)
+			got := ssn.BestNode(cls, task)
+			want := ssn.BestNodeIn(cls, task, ssn.CandidateNodes(cls, task))
+			compared++
+			if ssn.Indexed(task) {
+				indexed++
 			}
-		}
+			if got != want {
+				t.Fatalf("seed %d step %d, %s: BestNode %s, the scan %s", seed, step, task.Name, nameOf(got), nameOf(want))
+			}
+			return got
+		})
 	}
 	// The comparison means something only if the index answered often.
 	if indexed < compared/2 {
 		t.Errorf("the index answered %d of %d searches", indexed, compared)
 	}
 }
+
+// walkRandomly makes steps random changes to ssn's placements: 7 in 10
+// asks ask about a random pending task and places it on the node ask
+// returns (none: left pending), 1 in 10 commits the open statement, 1 in
+// 10 discards it, 1 in 10 evicts a random bound or running task.
+func walkRandomly(t *testing.T, rng *rand.Rand, ssn *framework.Session, tasks []*api.TaskInfo, steps int, ask func(step int, task *api.TaskInfo) *api.NodeInfo) {
+	t.Helper()
+	stmt := ssn.Statement()
+	for step := range steps {
+		switch op := rng.IntN(10); {
+		case op < 7:
+			pending := pendingOf(tasks)
+			if len(pending) == 0 {
+				continue
+			}
+			task := pending[rng.IntN(len(pending))]
+			if node := ask(step, task); node != nil {
+				if err := stmt.Allocate(task, node); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case op == 7:
+			stmt.Commit()
+			stmt = ssn.Statement()
+		case op == 8:
+			stmt.Discard()
+			stmt = ssn.Statement()
+		default:
+			var held []*api.TaskInfo
+			for _, task := range tasks {
+				if task.Status == api.Bound || task.Status == api.Running {
+					held = append(held, task)
+				}
+			}
+			if len(held) > 0 {
+				if err := stmt.Evict(held[rng.IntN(len(held))], "test"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}
+
+const (
+	randomBlockKey = "example.com/block"
+	randomRackKey  = "example.com/rack"
+)
+
+// randomFabric is the Topology of randomCluster's blocks and racks.
+var randomFabric = &api.TopologyInfo{Name: "fabric", Levels: []api.TopologyLevel{
+	{Name: "block", NodeLabel: randomBlockKey}, {Name: "rack", NodeLabel: randomRackKey},
+}}
 
 // randomCluster makes CPU and GPU nodes of random sizes, some cordoned or
 // tainted, most in the blocks and racks of randomFabric, a few pods

@@ -13,16 +13,6 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/plugins"
 )
 
-const (
-	randomBlockKey = "example.com/block"
-	randomRackKey  = "example.com/rack"
-)
-
-// randomFabric is the Topology of randomCluster's blocks and racks.
-var randomFabric = &api.TopologyInfo{Name: "fabric", Levels: []api.TopologyLevel{
-	{Name: "block", NodeLabel: randomBlockKey}, {Name: "rack", NodeLabel: randomRackKey},
-}}
-
 // gpuCopies is a RoomCount: the copies of the task's GPUs, or CPU for a
 // task without GPUs, the node's idle resources hold; at least one.
 func gpuCopies(task *api.TaskInfo, node *api.NodeInfo) int {
@@ -44,48 +34,17 @@ func TestDomainRoomAgreesWithACount(t *testing.T) {
 		snap, tasks := randomCluster(rng)
 		ssn := framework.OpenSession(snap, plugins.Default()...)
 		tree := snap.TopologyTree(randomFabric)
-		stmt := ssn.Statement()
-		for step := range 300 {
-			switch op := rng.IntN(10); {
-			case op < 7:
-				pending := pendingOf(tasks)
-				if len(pending) == 0 {
-					continue
-				}
-				task := pending[rng.IntN(len(pending))]
-				cls := ssn.ClassOf(task)
-				compared++
-				if got := ssn.DomainRoom(cls, task, tree, gpuCopies); got != nil {
-					answered++
-					if want := countRoom(ssn, cls, task, tree); !slices.Equal(got, want) {
-						t.Fatalf("seed %d step %d, %s: DomainRoom %v, a count %v", seed, step, task.Name, got, want)
-					}
-				}
-				if n := ssn.BestNode(cls, task); n != nil {
-					if err := stmt.Allocate(task, n); err != nil {
-						t.Fatal(err)
-					}
-				}
-			case op == 7:
-				stmt.Commit()
-				stmt = ssn.Statement()
-			case op == 8:
-				stmt.Discard()
-				stmt = ssn.Statement()
-			default:
-				var held []*api.TaskInfo
-				for _, task := range tasks {
-					if task.Status == api.Bound || task.Status == api.Running {
-						held = append(held, task)
-					}
-				}
-				if len(held) > 0 {
-					if err := stmt.Evict(held[rng.IntN(len(held))], "test"); err != nil {
-						t.Fatal(err)
-					}
+		walkRandomly(t, rng, ssn, tasks, 300, func(step int, task *api.TaskInfo) *api.NodeInfo {
+			cls := ssn.ClassOf(task)
+			compared++
+			if got := ssn.DomainRoom(cls, task, tree, gpuCopies); got != nil {
+				answered++
+				if want := countRoom(ssn, cls, task, tree); !slices.Equal(got, want) {
+					t.Fatalf("seed %d step %d, %s: DomainRoom %v, a count %v", seed, step, task.Name, got, want)
 				}
 			}
-		}
+			return ssn.BestNode(cls, task)
+		})
 	}
 	// The comparison means something only if DomainRoom answered often.
 	if answered < compared/2 {
