@@ -8,15 +8,16 @@
 // node's room (how many members fit on it now) and, summed, each
 // domain's, which the session keeps for a shape of member from gang to
 // gang and brings up to date with the nodes placements change
-// (framework.Session.DomainRoom); at each level
-// the rule splits the members over the domains of the level by their
-// room (split); then the members are placed, in rank order, on the nodes
-// of the last level's domains, in the order the tree lists them, each on
-// its best node there (framework.Session.BestNodeIn). So a gang costs a
-// walk up the tree per node changed since the last gang of its shape (one
-// pass over its candidate nodes for the first) and a search per member
-// over the nodes of its own domain, not over every node; the tree itself is built once
-// per node set and shared by every session (api.Snapshot.TopologyTree).
+// (framework.Session.DomainRoom); at each level the rule splits the
+// members over the domains of the level by their room (split); then the
+// members are placed, in rank order, on the nodes of the last level's
+// domains, in the order the tree lists them, each on its best node there
+// (framework.Session.BestNodeIn). So a gang costs a walk up the tree per
+// node changed since the last gang of its shape (one pass over its
+// candidate nodes for the first of a cycle) and a search per member over
+// the nodes of its own domain, not over every node; the tree itself is
+// built once per node set and shared by every session
+// (api.Snapshot.TopologyTree).
 //
 // A level's rule splits the members of each domain of the level above
 // (spread evens out the racks of each block, say), with three exceptions
@@ -277,10 +278,11 @@ func (p *placement) keepsPlaced(shares []share) error {
 // session keeps that sum for the member's signature from gang to gang,
 // catching up with the nodes each placement changes, where a node's room
 // reads that node alone (sessionRoom); otherwise a pass visits the nodes
-// the first member may use (its class's candidate nodes). The first member stands for the others: a gang's covered
-// members are mostly of one role; where they differ, or where a rule the
-// estimate does not count limits a node (one member per node), the
-// placement finds out and the search runs again (ceiling).
+// the first member may use (its class's candidate nodes). The first
+// member stands for the others: a gang's covered members are mostly of
+// one role; where they differ, or where a rule the estimate does not
+// count limits a node (one member per node), the placement finds out and
+// the search runs again (ceiling).
 //
 // One rule it does count, as kube-scheduler users write it for DDP jobs:
 // required anti-affinity of the members toward each other. Such a term
