@@ -231,6 +231,28 @@ type ScalarQuantity struct {
 	Value int64
 }
 
+// Copies is how many copies of t's requests (and pod slots) avail holds:
+// the room a node with avail idle has for tasks of t's shape.
+func (t *TaskInfo) Copies(avail *Resource) int {
+	r := &t.Resreq
+	k := int(avail.Pods)
+	if r.Pods > 0 {
+		k = int(avail.Pods / r.Pods)
+	}
+	limit := func(want, have int64) {
+		if want > 0 {
+			k = min(k, int(have/want))
+		}
+	}
+	limit(r.MilliCPU, avail.MilliCPU)
+	limit(r.Memory, avail.Memory)
+	limit(r.EphemeralStorage, avail.EphemeralStorage)
+	for _, s := range t.ScalarRequests {
+		limit(s.Value, avail.Scalar(s.Name))
+	}
+	return k
+}
+
 // FitsIn is t.Resreq.LessEqual(avail) for the hot path: the same rule, with
 // the scalars read from ScalarRequests.
 func (t *TaskInfo) FitsIn(avail *Resource) bool {

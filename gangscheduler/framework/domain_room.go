@@ -2,14 +2,10 @@ package framework
 
 import "github.com/troupe-ml/troupe/gangscheduler/api"
 
-// RoomCount says how many tasks of one signature a node holds now, given
-// that the predicates let one on. It must read nothing but the task's
-// signature and the node's state.
-type RoomCount func(task *api.TaskInfo, node *api.NodeInfo) int
-
 // DomainRoom returns how many tasks of cls's signature each domain of tree
-// holds now, by Domain.ID: count on every candidate node of the tree where
-// the predicates let task on, summed up the tree. It is kept from search to
+// holds now, by Domain.ID: on every candidate node of the tree where the
+// predicates let task on, the copies of task its idle resources hold (at
+// least one: api.TaskInfo.Copies), summed up the tree. It is kept from search to
 // search through the session as a bestIndex is: the first ask for a
 // signature and tree visits the candidates, later asks only the nodes
 // changed since (Session.changed), each a walk up its domains. So a
@@ -19,16 +15,15 @@ type RoomCount func(task *api.TaskInfo, node *api.NodeInfo) int
 // The slice is the session's: read it, or copy it to change it. DomainRoom
 // returns nil where the answer for a node may read more than that node's
 // state (cls's fit is not node-local: see Class.fitNodeLocal); the caller
-// then visits the nodes itself. count must be the same function for every
-// ask of a signature.
-func (ssn *Session) DomainRoom(cls *Class, task *api.TaskInfo, tree *api.TopologyTree, count RoomCount) []int {
+// then visits the nodes itself.
+func (ssn *Session) DomainRoom(cls *Class, task *api.TaskInfo, tree *api.TopologyTree) []int {
 	if cls == nil || !cls.fitNodeLocal {
 		return nil
 	}
 	key := roomKey{indexKey{hash: cls.Hash, signature: cls.signature}, tree}
 	x := ssn.rooms[key]
 	if x == nil {
-		x = ssn.newDomainRoom(cls, task, tree, count)
+		x = ssn.newDomainRoom(cls, task, tree)
 		if ssn.rooms == nil {
 			ssn.rooms = map[roomKey]*domainRoom{}
 		}
@@ -50,10 +45,9 @@ type roomKey struct {
 type domainRoom struct {
 	ssn *Session
 	// cls and task stand for every task of the signature, as in bestIndex.
-	cls   *Class
-	task  *api.TaskInfo
-	tree  *api.TopologyTree
-	count RoomCount
+	cls  *Class
+	task *api.TaskInfo
+	tree *api.TopologyTree
 	// node holds, per candidate of cls, what it adds to its domains: 0
 	// where the predicates keep the task off or the node is outside the
 	// tree.
@@ -64,9 +58,9 @@ type domainRoom struct {
 	applied int
 }
 
-func (ssn *Session) newDomainRoom(cls *Class, task *api.TaskInfo, tree *api.TopologyTree, count RoomCount) *domainRoom {
+func (ssn *Session) newDomainRoom(cls *Class, task *api.TaskInfo, tree *api.TopologyTree) *domainRoom {
 	x := &domainRoom{
-		ssn: ssn, cls: cls, task: task, tree: tree, count: count,
+		ssn: ssn, cls: cls, task: task, tree: tree,
 		node: make([]int, len(cls.candidates)), room: make([]int, tree.Domains),
 		applied: len(ssn.changed),
 	}
@@ -97,7 +91,7 @@ func (x *domainRoom) set(i int) {
 	}
 	k := 0
 	if x.ssn.PredicateWithClass(x.cls, x.task, n).Fit {
-		k = x.count(x.task, n)
+		k = max(x.task.Copies(&n.Idle), 1)
 	}
 	if delta := k - x.node[i]; delta != 0 {
 		x.node[i] = k

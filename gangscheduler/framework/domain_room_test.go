@@ -13,13 +13,21 @@ import (
 	"github.com/troupe-ml/troupe/gangscheduler/plugins"
 )
 
-// gpuCopies is a RoomCount: the copies of the task's GPUs, or CPU for a
-// task without GPUs, the node's idle resources hold; at least one.
-func gpuCopies(task *api.TaskInfo, node *api.NodeInfo) int {
-	if g := task.Resreq.Scalar(st.GPU); g > 0 {
-		return max(int(node.Idle.Scalar(st.GPU)/g), 1)
+// copiesOn is how many copies of the task node's idle CPU, memory, GPUs
+// and pod slots hold, at least one: what DomainRoom should count, worked
+// out apart from api.TaskInfo.Copies for the resources randomCluster's
+// pods ask.
+func copiesOn(task *api.TaskInfo, node *api.NodeInfo) int {
+	r, idle := &task.Resreq, &node.Idle
+	k := int(idle.Pods)
+	for _, q := range []struct{ want, have int64 }{
+		{r.MilliCPU, idle.MilliCPU}, {r.Memory, idle.Memory}, {r.Scalar(st.GPU), idle.Scalar(st.GPU)}, {r.Pods, idle.Pods},
+	} {
+		if q.want > 0 {
+			k = min(k, int(q.have/q.want))
+		}
 	}
-	return max(int(node.Idle.MilliCPU/task.Resreq.MilliCPU), 1)
+	return max(k, 1)
 }
 
 // TestDomainRoomAgreesWithACount: on random clusters and random sequences
@@ -37,7 +45,7 @@ func TestDomainRoomAgreesWithACount(t *testing.T) {
 		walkRandomly(t, rng, ssn, tasks, 300, func(step int, task *api.TaskInfo) *api.NodeInfo {
 			cls := ssn.ClassOf(task)
 			compared++
-			if got := ssn.DomainRoom(cls, task, tree, gpuCopies); got != nil {
+			if got := ssn.DomainRoom(cls, task, tree); got != nil {
 				answered++
 				if want := countRoom(ssn, cls, task, tree); !slices.Equal(got, want) {
 					t.Fatalf("seed %d step %d, %s: DomainRoom %v, a count %v", seed, step, task.Name, got, want)
@@ -53,7 +61,7 @@ func TestDomainRoomAgreesWithACount(t *testing.T) {
 }
 
 // countRoom is DomainRoom from scratch: every node of the session, its
-// count where the task fits, added to each of its domains.
+// copies of the task where it fits, added to each of its domains.
 func countRoom(ssn *framework.Session, cls *framework.Class, task *api.TaskInfo, tree *api.TopologyTree) []int {
 	room := make([]int, tree.Domains)
 	for _, n := range ssn.NodeList {
@@ -62,7 +70,7 @@ func countRoom(ssn *framework.Session, cls *framework.Class, task *api.TaskInfo,
 			continue
 		}
 		for d := leaf; d != nil; d = d.Parent {
-			room[d.ID] += gpuCopies(task, n)
+			room[d.ID] += copiesOn(task, n)
 		}
 	}
 	return room
@@ -93,7 +101,7 @@ func TestDomainRoomOnlyWhereFitIsNodeLocal(t *testing.T) {
 			snap := st.MustSnapshot(nodes, []*corev1.Pod{tc.pod.Obj()}, []*api.JobInfo{st.MakeJob("ns", "j").Obj()})
 			ssn := framework.OpenSession(snap, plugins.Default()...)
 			task := ssn.Jobs["ns/j"].PendingTasks()[0]
-			got := ssn.DomainRoom(ssn.ClassOf(task), task, snap.TopologyTree(randomFabric), gpuCopies)
+			got := ssn.DomainRoom(ssn.ClassOf(task), task, snap.TopologyTree(randomFabric))
 			if (got != nil) != tc.answer {
 				t.Fatalf("DomainRoom answered %v, want an answer: %v", got, tc.answer)
 			}

@@ -114,5 +114,5 @@ func FitsIn(t *api.TaskInfo, avail *api.Resource) int {
 	if !t.Resreq.LessEqual(avail) {
 		return 0
 	}
-	return copies(t, avail)
+	return t.Copies(avail)
 }

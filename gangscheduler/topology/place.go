@@ -323,7 +323,7 @@ func (p *placement) sessionRoom(cls *framework.Class, rep *api.TaskInfo, alone m
 	if p.perNode > 0 || alone[corev1.LabelHostname] {
 		return nil
 	}
-	return p.ssn.DomainRoom(cls, rep, p.tree, fitCount)
+	return p.ssn.DomainRoom(cls, rep, p.tree)
 }
 
 // nodeRoom computes the room of every domain from a pass over the nodes
@@ -381,30 +381,10 @@ func (p *placement) capLevel(d *api.Domain, lv, c int) int {
 }
 
 // fitCount is how many copies of t fit in n's idle resources (and pod
-// slots), at least one (the predicates said one fits).
+// slots), at least one (the predicates said one fits): the session's
+// count (framework.Session.DomainRoom) where it keeps the room.
 func fitCount(t *api.TaskInfo, n *api.NodeInfo) int {
-	return max(copies(t, &n.Idle), 1)
-}
-
-// copies is how many copies of t's requests (and pod slots) avail holds.
-func copies(t *api.TaskInfo, avail *api.Resource) int {
-	r := &t.Resreq
-	k := int(avail.Pods)
-	if r.Pods > 0 {
-		k = int(avail.Pods / r.Pods)
-	}
-	limit := func(want, have int64) {
-		if want > 0 {
-			k = min(k, int(have/want))
-		}
-	}
-	limit(r.MilliCPU, avail.MilliCPU)
-	limit(r.Memory, avail.Memory)
-	limit(r.EphemeralStorage, avail.EphemeralStorage)
-	for _, s := range t.ScalarRequests {
-		limit(s.Value, avail.Scalar(s.Name))
-	}
-	return k
+	return max(t.Copies(&n.Idle), 1)
 }
 
 // share is a last-level domain and how many members go there.
