@@ -135,16 +135,19 @@ var _ = Describe("Topology: PyTorchJobs placed on racks through the operator and
 			}
 		}
 
-		pg := f.podGroup(Default, "packed")
-		Expect(pg.Status.Topology).NotTo(BeNil())
-		Expect(pg.Status.Topology.Levels).To(Equal([]schedulingv1alpha1.LevelPlacement{
-			{Level: "block", Domains: []schedulingv1alpha1.DomainMembers{{Name: "b2", Members: 4}}},
-			{Level: "rack", Domains: []schedulingv1alpha1.DomainMembers{{Name: "r3", Members: 4}}},
-			{Level: "host", Domains: []schedulingv1alpha1.DomainMembers{{Name: ws[0].Spec.NodeName, Members: 2}, {Name: ws[2].Spec.NodeName, Members: 2}}},
-		}))
-		c := condition(Default, "packed", schedulingv1alpha1.PodGroupTopologySatisfied)
-		Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		Expect(c.Reason).To(Equal(schedulingv1alpha1.PodGroupReasonRulesKept))
+		// The status is written once the binds are seen, after them.
+		Eventually(func(g Gomega) {
+			pg := f.podGroup(g, "packed")
+			g.Expect(pg.Status.Topology).NotTo(BeNil())
+			g.Expect(pg.Status.Topology.Levels).To(Equal([]schedulingv1alpha1.LevelPlacement{
+				{Level: "block", Domains: []schedulingv1alpha1.DomainMembers{{Name: "b2", Members: 4}}},
+				{Level: "rack", Domains: []schedulingv1alpha1.DomainMembers{{Name: "r3", Members: 4}}},
+				{Level: "host", Domains: []schedulingv1alpha1.DomainMembers{{Name: ws[0].Spec.NodeName, Members: 2}, {Name: ws[2].Spec.NodeName, Members: 2}}},
+			}))
+			c := condition(g, "packed", schedulingv1alpha1.PodGroupTopologySatisfied)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(schedulingv1alpha1.PodGroupReasonRulesKept))
+		}).Should(Succeed())
 	})
 
 	It("places a replacement of a lost worker in its gang's rack, though another rack fits it as tightly and comes first", func() {
@@ -186,8 +189,10 @@ var _ = Describe("Topology: PyTorchJobs placed on racks through the operator and
 				Expect(w.Spec.NodeName).To(Equal(half[0].Spec.NodeName), "host is packed by default within each partition")
 			}
 		}
-		c := condition(Default, "halves", schedulingv1alpha1.PodGroupTopologySatisfied)
-		Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		Eventually(func(g Gomega) {
+			c := condition(g, "halves", schedulingv1alpha1.PodGroupTopologySatisfied)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		}).Should(Succeed())
 	})
 
 	It("leaves a gang whose required rule no rack can keep pending, nothing bound, with the level's reason on the PodGroup and the job", func() {
