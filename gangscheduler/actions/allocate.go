@@ -94,7 +94,7 @@ func (a *Allocate) allocateTopologyJob(ssn *framework.Session, queue *api.QueueI
 	pl := placeWithTopology(ssn, queue, job, tasks)
 	if pl.stmt == nil {
 		ssn.RecordUnschedulable(job.UID, pl.reason, pl.message)
-		if !pl.queueShort {
+		if pl.roomWouldHelp {
 			hold(ssn, job, tasks)
 		}
 		return

@@ -5,7 +5,6 @@ import (
 
 	"github.com/troupe-ml/troupe/gangscheduler/api"
 	"github.com/troupe-ml/troupe/gangscheduler/framework"
-	"github.com/troupe-ml/troupe/gangscheduler/topology"
 )
 
 // ReasonNotEnoughPods is the PodGroup API's reason for a gang with fewer
@@ -255,7 +254,7 @@ func (p *enqueuePass) considerTopology(job *api.JobInfo, tasks []*api.TaskInfo, 
 	ssn := p.ssn
 	pl := placeWithTopology(ssn, nil, job, tasks)
 	if pl.stmt == nil {
-		if pl.reason != topology.ReasonTopologyNotFound && p.admitToHold(job, tasks, need) {
+		if pl.roomWouldHelp && p.admitToHold(job, tasks, need) {
 			return
 		}
 		ssn.RecordUnschedulable(job.UID, pl.reason, pl.message)

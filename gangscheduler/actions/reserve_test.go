@@ -33,6 +33,9 @@ func TestAllocateHolds(t *testing.T) {
 		return st.MakePod("other", "used-"+node).GPU(gpus).Node(node).Phase(corev1.PodRunning).Obj()
 	}
 	packed := &api.TopologyPolicy{Topology: "racks", Rules: []api.LevelRule{{Level: "rack", Kind: api.RulePack, Required: true}}}
+	// No room places a gang whose policy its topology cannot express.
+	noLevel := &api.TopologyPolicy{Topology: "racks", Rules: []api.LevelRule{{Level: "row", Kind: api.RulePack, Required: true}}}
+	noTopology := &api.TopologyPolicy{Topology: "rows", Rules: []api.LevelRule{{Level: "row", Kind: api.RulePack}}}
 	// job is a gang of its pods' count, created in order, waiting since
 	// waited before now; topo its policy, nil for none.
 	job := func(name string, n int, created int, waited time.Duration, topo *api.TopologyPolicy) *api.JobInfo {
@@ -124,6 +127,24 @@ func TestAllocateHolds(t *testing.T) {
 		plugins:    withReservation(0, 1),
 		wantPlaced: []api.JobID{"ns/small"},
 		wantHolds:  map[api.JobID][]string{"ns/big": {"a1", "a2"}},
+	}, {
+		name: "a gang whose policy names a level its topology lacks holds nothing: no room would place it",
+		c: cluster{now: now, topologies: []*api.TopologyInfo{racks},
+			nodes: []*corev1.Node{rackNode("a1", "ra"), rackNode("a2", "ra")},
+			pods:  slices.Concat([]*corev1.Pod{busy("a1", 4)}, gpuGang("big", 2, 8), gpuGang("small", 1, 4)),
+			jobs:  []*api.JobInfo{job("big", 2, 0, time.Minute, noLevel), job("small", 1, 1, 0, nil)}},
+		plugins:    withReservation(0, 1),
+		wantPlaced: []api.JobID{"ns/small"},
+		wantHolds:  map[api.JobID][]string{},
+	}, {
+		name: "a gang whose topology does not exist holds nothing",
+		c: cluster{now: now, topologies: []*api.TopologyInfo{racks},
+			nodes: []*corev1.Node{rackNode("a1", "ra"), rackNode("a2", "ra")},
+			pods:  slices.Concat([]*corev1.Pod{busy("a1", 4)}, gpuGang("big", 2, 8), gpuGang("small", 1, 4)),
+			jobs:  []*api.JobInfo{job("big", 2, 0, time.Minute, noTopology), job("small", 1, 1, 0, nil)}},
+		plugins:    withReservation(0, 1),
+		wantPlaced: []api.JobID{"ns/small"},
+		wantHolds:  map[api.JobID][]string{},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,8 +15,9 @@ type placement struct {
 	outcome framework.TopologyOutcome
 	reason  string
 	message string
-	// queueShort says the queue's share, not the nodes, stopped it.
-	queueShort bool
+	// roomWouldHelp says more free room on the nodes could place it
+	// (topology.Result.RoomWouldHelp): only then may it hold nodes.
+	roomWouldHelp bool
 }
 
 // placeWithTopology places tasks of a gang with a topology policy in one
@@ -38,21 +39,21 @@ func placeWithTopology(ssn *framework.Session, queue *api.QueueInfo, job *api.Jo
 	}
 	res := topology.Place(ssn, job, covered, mayPlace)
 	if res.Stmt == nil {
-		return placement{reason: res.Reason, message: res.Message, queueShort: res.QueueShort}
+		return placement{reason: res.Reason, message: res.Message, roomWouldHelp: res.RoomWouldHelp()}
 	}
 	for _, t := range others {
 		if !mayPlace(t) {
 			res.Stmt.Discard()
-			return placement{reason: ReasonNotEnoughResources, message: fmt.Sprintf("queue %q has no share or capability left for pod %s", job.Queue, t.Key()), queueShort: true}
+			return placement{reason: ReasonNotEnoughResources, message: fmt.Sprintf("queue %q has no share or capability left for pod %s", job.Queue, t.Key())}
 		}
 		node := ssn.BestNode(ssn.ClassOf(t), t)
 		if node == nil {
 			res.Stmt.Discard()
-			return placement{reason: ReasonNotEnoughResources, message: refusalMessage("", t, ssn.Diagnose(t).String())}
+			return placement{reason: ReasonNotEnoughResources, message: refusalMessage("", t, ssn.Diagnose(t).String()), roomWouldHelp: true}
 		}
 		if err := res.Stmt.Allocate(t, node); err != nil {
 			res.Stmt.Discard()
-			return placement{reason: ReasonNotEnoughResources, message: err.Error()}
+			return placement{reason: ReasonNotEnoughResources, message: err.Error(), roomWouldHelp: true}
 		}
 	}
 	return placement{stmt: res.Stmt, outcome: res.Outcome}

@@ -95,6 +95,14 @@ type Result struct {
 	QueueShort bool
 }
 
+// RoomWouldHelp says more free room on the nodes could place the gang:
+// neither its queue's share stopped it nor a policy its Topology cannot
+// express (ReasonTopologyNotFound), which no room changes. Only such a
+// gang may hold nodes while it waits.
+func (r Result) RoomWouldHelp() bool {
+	return !r.QueueShort && r.Reason != ReasonTopologyNotFound
+}
+
 // attempts bounds the searches of one gang: a placement that finds a
 // domain holding fewer members than its room said (rules the room does
 // not count, such as one member per node) is searched again with that
