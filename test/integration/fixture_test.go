@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -55,7 +56,37 @@ func newFixture(ctx context.Context, prefix string) *fixture {
 		}
 	}()
 	DeferCleanup(func() { close(stop) })
+	DeferCleanup(f.printEventsIfFailed)
 	return f
+}
+
+// printEventsIfFailed writes the namespace's events to the spec's output
+// when the spec failed: the scheduler's and operator's account of what
+// they did (preemptions, restarts, holds) is what explains a failure that
+// a rerun does not repeat.
+func (f *fixture) printEventsIfFailed() {
+	if !CurrentSpecReport().Failed() {
+		return
+	}
+	var list eventsv1.EventList
+	if err := suite.Client.List(f.ctx, &list, client.InNamespace(f.ns)); err != nil {
+		GinkgoWriter.Printf("events of %s: %v\n", f.ns, err)
+		return
+	}
+	// Events written through core/v1 have no eventTime; they sort by
+	// their creation, to the second.
+	at := func(e eventsv1.Event) time.Time {
+		if !e.EventTime.IsZero() {
+			return e.EventTime.Time
+		}
+		return e.CreationTimestamp.Time
+	}
+	slices.SortStableFunc(list.Items, func(a, b eventsv1.Event) int { return at(a).Compare(at(b)) })
+	GinkgoWriter.Printf("events of %s:\n", f.ns)
+	for _, e := range list.Items {
+		GinkgoWriter.Printf("  %s %s %s/%s %s: %s\n", at(e).UTC().Format("15:04:05.000"), e.ReportingController,
+			e.Regarding.Kind, e.Regarding.Name, e.Reason, e.Note)
+	}
 }
 
 // fixtures gives every spec of its container a fixture of its own
