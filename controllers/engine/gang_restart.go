@@ -248,12 +248,24 @@ type nodeHealth struct {
 
 // nodeOf reads the node a pod is bound to; an unbound pod has a healthy
 // node as far as gangs go.
+//
+// A node the cache lacks is asked of the API server before it counts as
+// gone: the caches of pods and of nodes are fed by separate watches, so
+// a member can be seen bound to a node the node cache has not seen yet
+// (one just added and used at once), and a gone node restarts the gang
+// at once. The read is made only then, which a node that is really gone
+// makes rare.
 func (r *Reconciler) nodeOf(ctx context.Context, pod *corev1.Pod) (nodeHealth, error) {
 	if pod.Spec.NodeName == "" {
 		return nodeHealth{}, nil
 	}
 	node := &corev1.Node{}
-	if err := r.client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
+	key := client.ObjectKey{Name: pod.Spec.NodeName}
+	err := r.client.Get(ctx, key, node)
+	if apierrors.IsNotFound(err) && r.apiReader != nil {
+		err = r.apiReader.Get(ctx, key, node)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nodeHealth{gone: true}, nil
 		}

@@ -13,9 +13,12 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -257,6 +260,36 @@ var _ = Describe("Whole-gang restarts", func() {
 		Expect(got.Status.Gang.LastRestart.Member).To(Equal(member.Name))
 		Expect(got.Status.Gang.Restarts).To(Equal(int32(1)))
 		Expect(got.Status.Gang.Disruptions).To(BeZero(), "the member failed before its node went")
+	})
+
+	// The operator's caches of pods and of nodes are fed by separate
+	// watches: it can see a member bound to a node it has not seen yet (a
+	// node just added, say by an autoscaler, and used at once). That node
+	// is not lost. Here the operator's cache holds only the nodes labelled
+	// cached, so it never sees the member's node, as a cache behind the
+	// API server would not for a moment.
+	It("does not take a node its cache has not seen yet for a lost one", func() {
+		startOperator(func(o *ctrl.Options) {
+			o.Cache.ByObject = map[client.Object]cache.ByObject{
+				&corev1.Node{}: {Label: labels.SelectorFromSet(labels.Set{"troupe.test/cached": "true"})},
+			}
+		})
+		node := testutil.MakeNode("unseen-"+ns).Capacity("8", "32Gi").Obj()
+		Expect(testutil.CreateReadyNode(ctx, suite.Client, node)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(suite.Client.Delete(context.Background(), node))).To(Succeed()) })
+		Expect(suite.Client.Create(ctx, gangJob("unseen", "ExitCode", gangRestart(func(gp *kubeflowv1.GangPolicy) {
+			gp.NodeLostTimeoutSeconds = ptr.To[int32](0)
+		})).Obj())).To(Succeed())
+		pods := generation("unseen", 0, 4)
+		Expect(testutil.BindPod(ctx, suite.Client, &pods[1], node.Name)).To(Succeed())
+		jobs.runAll(pods)
+		jobs.expectCondition("unseen", "Running", "TFJobRunning")
+		Consistently(func(g Gomega) {
+			job := &kubeflowv1.TFJob{}
+			g.Expect(suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "unseen"}, job)).To(Succeed())
+			g.Expect(job.Status.Gang).NotTo(BeNil())
+			g.Expect(job.Status.Gang.Generation).To(BeZero(), "restarted: %+v", job.Status.Gang.LastRestart)
+		}, 2*time.Second).Should(Succeed())
 	})
 
 	// Found by the chaos soak (seed 74015533): members deleted (preempted,

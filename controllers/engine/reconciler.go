@@ -33,9 +33,12 @@ import (
 
 // Reconciler runs the jobs of one framework.
 type Reconciler struct {
-	client   client.Client
-	recorder events.EventRecorder
-	fw       Framework
+	client client.Client
+	// apiReader reads from the API server, past the caches: for what a
+	// cache that has not caught up would answer wrongly (nodeOf).
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	fw        Framework
 	// gangs are the gang backends a job can be placed with; with none,
 	// pods are scheduled one by one.
 	gangs integrations.Backends
@@ -96,6 +99,7 @@ func NewReconciler(c client.Client, recorder events.EventRecorder, fw Framework,
 // SetupWithManager registers the controller: it watches the jobs and every
 // object it creates for them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.apiReader = mgr.GetAPIReader()
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.fw.ControllerName()).
 		For(r.fw.NewJob()).
