@@ -250,11 +250,10 @@ type nodeHealth struct {
 // node as far as gangs go.
 //
 // A node the cache lacks is asked of the API server before it counts as
-// gone: the caches of pods and of nodes are fed by separate watches, so
-// a member can be seen bound to a node the node cache has not seen yet
-// (one just added and used at once), and a gone node restarts the gang
-// at once. The read is made only then, which a node that is really gone
-// makes rare.
+// gone, since a gone node restarts the gang at once: the caches of pods
+// and of nodes are fed by separate watches, so a member can be seen bound
+// to a node the node cache has not seen yet (one just added and used at
+// once). Only a cache miss costs that read.
 func (r *Reconciler) nodeOf(ctx context.Context, pod *corev1.Pod) (nodeHealth, error) {
 	if pod.Spec.NodeName == "" {
 		return nodeHealth{}, nil
