@@ -63,11 +63,14 @@ func newFixture(ctx context.Context, prefix string) *fixture {
 // printEventsIfFailed writes the namespace's events to the spec's output
 // when the spec failed: the scheduler's and operator's account of what
 // they did (preemptions, restarts, holds) is what explains a failure that
-// a rerun does not repeat.
+// a rerun does not repeat. Events after the failure are left out: the
+// spec's cleanup (its jobs and pods deleted) makes its own.
 func (f *fixture) printEventsIfFailed() {
-	if !CurrentSpecReport().Failed() {
+	report := CurrentSpecReport()
+	if !report.Failed() {
 		return
 	}
+	failedAt := report.Failure.TimelineLocation.Time
 	var list eventsv1.EventList
 	if err := suite.Client.List(f.ctx, &list, client.InNamespace(f.ns)); err != nil {
 		GinkgoWriter.Printf("events of %s: %v\n", f.ns, err)
@@ -84,6 +87,9 @@ func (f *fixture) printEventsIfFailed() {
 	slices.SortStableFunc(list.Items, func(a, b eventsv1.Event) int { return at(a).Compare(at(b)) })
 	GinkgoWriter.Printf("events of %s:\n", f.ns)
 	for _, e := range list.Items {
+		if !failedAt.IsZero() && at(e).After(failedAt) {
+			break
+		}
 		GinkgoWriter.Printf("  %s %s %s/%s %s: %s\n", at(e).UTC().Format("15:04:05.000"), e.ReportingController,
 			e.Regarding.Kind, e.Regarding.Name, e.Reason, e.Note)
 	}
