@@ -44,6 +44,15 @@ func TestAllocateHolds(t *testing.T) {
 		j.Topology = topo
 		return j
 	}
+	// bigWithPolicy is rack ra of a1 (half busy) and a2, a gang big of two
+	// 8-GPU workers with policy topo that has waited, and a younger gang
+	// small of one 4-GPU pod: big would hold both nodes, if it held.
+	bigWithPolicy := func(topo *api.TopologyPolicy) cluster {
+		return cluster{now: now, topologies: []*api.TopologyInfo{racks},
+			nodes: []*corev1.Node{rackNode("a1", "ra"), rackNode("a2", "ra")},
+			pods:  slices.Concat([]*corev1.Pod{busy("a1", 4)}, gpuGang("big", 2, 8), gpuGang("small", 1, 4)),
+			jobs:  []*api.JobInfo{job("big", 2, 0, time.Minute, topo), job("small", 1, 1, 0, nil)}}
+	}
 	withReservation := func(after time.Duration, gangs int) []framework.Plugin {
 		return append(plugins.Default(), reservation.New(reservation.Config{After: &metav1.Duration{Duration: after}, Gangs: ptr.To(gangs)}))
 	}
@@ -128,20 +137,14 @@ func TestAllocateHolds(t *testing.T) {
 		wantPlaced: []api.JobID{"ns/small"},
 		wantHolds:  map[api.JobID][]string{"ns/big": {"a1", "a2"}},
 	}, {
-		name: "a gang whose policy names a level its topology lacks holds nothing: no room would place it",
-		c: cluster{now: now, topologies: []*api.TopologyInfo{racks},
-			nodes: []*corev1.Node{rackNode("a1", "ra"), rackNode("a2", "ra")},
-			pods:  slices.Concat([]*corev1.Pod{busy("a1", 4)}, gpuGang("big", 2, 8), gpuGang("small", 1, 4)),
-			jobs:  []*api.JobInfo{job("big", 2, 0, time.Minute, noLevel), job("small", 1, 1, 0, nil)}},
+		name:       "a gang whose policy names a level its topology lacks holds nothing: no room would place it",
+		c:          bigWithPolicy(noLevel),
 		plugins:    withReservation(0, 1),
 		wantPlaced: []api.JobID{"ns/small"},
 		wantHolds:  map[api.JobID][]string{},
 	}, {
-		name: "a gang whose topology does not exist holds nothing",
-		c: cluster{now: now, topologies: []*api.TopologyInfo{racks},
-			nodes: []*corev1.Node{rackNode("a1", "ra"), rackNode("a2", "ra")},
-			pods:  slices.Concat([]*corev1.Pod{busy("a1", 4)}, gpuGang("big", 2, 8), gpuGang("small", 1, 4)),
-			jobs:  []*api.JobInfo{job("big", 2, 0, time.Minute, noTopology), job("small", 1, 1, 0, nil)}},
+		name:       "a gang whose topology does not exist holds nothing",
+		c:          bigWithPolicy(noTopology),
 		plugins:    withReservation(0, 1),
 		wantPlaced: []api.JobID{"ns/small"},
 		wantHolds:  map[api.JobID][]string{},
