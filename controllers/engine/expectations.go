@@ -5,15 +5,18 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 )
 
 // expectationTTL bounds how long a missed watch event can stall a job.
 const expectationTTL = 5 * time.Minute
 
-// expectations remembers the creations and deletions a reconcile made until
-// the informer cache shows them. Until then the cache is known to be stale
-// for that job, and acting on it would create a pod twice or count one
-// failure twice; the reconcile waits for the cache instead.
+// expectations remembers the creations and deletions a reconcile made, and
+// the job's own status writes, until the informer cache shows them. Until
+// then the cache is known to be stale for that job, and acting on it would
+// create a pod twice, count one failure twice, or write the job's status
+// over a version it has already replaced (which the API server refuses as
+// a conflict); the reconcile waits for the cache instead.
 type expectations struct {
 	mu    sync.Mutex
 	byJob map[string]*jobExpectations
@@ -25,6 +28,10 @@ type jobExpectations struct {
 	// deletes holds the UIDs of objects deleted but still in the cache
 	// without a deletion timestamp.
 	deletes map[types.UID]time.Time
+	// status is the resourceVersion the job's last status write produced,
+	// while the cache shows an older one; statusAt is when it was written.
+	status   string
+	statusAt time.Time
 }
 
 func newExpectations() *expectations {
@@ -52,6 +59,42 @@ func (e *expectations) expectDelete(job string, uid types.UID, now time.Time) {
 	e.forJob(job).deletes[uid] = now
 }
 
+// expectStatus records that a status write left the job at
+// resourceVersion.
+func (e *expectations) expectStatus(job, resourceVersion string, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	je := e.forJob(job)
+	je.status, je.statusAt = resourceVersion, now
+}
+
+// statusSeen drops the expectation of the job's last status write if the
+// cached job (at resourceVersion) shows it, or it expired, and reports
+// whether it is gone. A version that cannot be compared (not one the API
+// server's storage gives) is taken as showing it: the expectation only
+// saves a write the API server would refuse, and must never stall a job.
+func (e *expectations) statusSeen(job, resourceVersion string, now time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	je, ok := e.byJob[job]
+	if !ok || je.status == "" {
+		return true
+	}
+	if c, err := resourceversion.CompareResourceVersion(resourceVersion, je.status); err != nil || c >= 0 || now.Sub(je.statusAt) > expectationTTL {
+		je.status = ""
+		e.dropIfEmpty(job, je)
+		return true
+	}
+	return false
+}
+
+// dropIfEmpty forgets je once it expects nothing. e.mu is held.
+func (e *expectations) dropIfEmpty(job string, je *jobExpectations) {
+	if len(je.creates) == 0 && len(je.deletes) == 0 && je.status == "" {
+		delete(e.byJob, job)
+	}
+}
+
 // observedObject is what the cache shows of one object.
 type observedObject struct {
 	key         string
@@ -59,8 +102,9 @@ type observedObject struct {
 	terminating bool
 }
 
-// satisfied drops the expectations that the cached objects fulfil, or that
-// expired, and reports whether none remain.
+// satisfied drops the expectations of creations and deletions that the
+// cached objects fulfil, or that expired, and reports whether none of them
+// remain.
 func (e *expectations) satisfied(job string, cached []observedObject, now time.Time) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -86,11 +130,8 @@ func (e *expectations) satisfied(job string, cached []observedObject, now time.T
 			delete(je.deletes, uid)
 		}
 	}
-	if len(je.creates) == 0 && len(je.deletes) == 0 {
-		delete(e.byJob, job)
-		return true
-	}
-	return false
+	e.dropIfEmpty(job, je)
+	return len(je.creates) == 0 && len(je.deletes) == 0
 }
 
 // createFailed drops the expectation of a creation the API server refused.

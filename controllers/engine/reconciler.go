@@ -253,6 +253,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if job.GetDeletionTimestamp() != nil {
 		return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName)
 	}
+	if !r.expect.statusSeen(req.String(), job.GetResourceVersion(), r.clock.Now()) {
+		// The cache does not show this operator's last status write yet:
+		// a pass now would decide from a stale status and its write would
+		// be refused. The write's watch event brings the next pass.
+		log.FromContext(ctx).V(2).Info("waiting for the cache to observe the job's last status write")
+		return ctrl.Result{}, nil
+	}
 	s := &scope{
 		original: job,
 		job:      job.DeepCopyObject().(Job),
@@ -264,9 +271,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	err := r.reconcile(ctx, s)
 	patchErr := r.patchStatus(ctx, s)
-	if patchErr == nil {
+	switch {
+	case patchErr == nil:
 		r.recordMetrics(s)
-	} else if err == nil {
+	case err == nil && (apierrors.IsConflict(patchErr) || apierrors.IsNotFound(patchErr)):
+		// Another writer changed the job since the cache showed it (this
+		// operator's own writes are waited for above), or deleted it. The
+		// watch event of that change brings a pass over the newer job,
+		// which decides afresh, or the pass that lets a deleted job's
+		// members go: nothing of this pass is lost, and there is no error
+		// to report.
+		log.FromContext(ctx).V(1).Info("Status not written: the job changed or went meanwhile; the next pass reads what it became", "reason", patchErr.Error())
+		return ctrl.Result{}, nil
+	case err == nil:
 		err = patchErr
 	}
 	if err != nil {
@@ -439,7 +456,11 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	}
 	patched := s.original.DeepCopyObject().(Job)
 	*patched.GetJobStatus() = *s.job.GetJobStatus()
-	return r.client.Status().Patch(ctx, patched, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{}))
+	if err := r.client.Status().Patch(ctx, patched, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	r.expect.expectStatus(s.key, patched.GetResourceVersion(), s.now.Time)
+	return nil
 }
 
 // recordMetrics records a pass whose status write, if it made one,

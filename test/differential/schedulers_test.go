@@ -19,7 +19,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	schedulingv1alpha1 "github.com/troupe-ml/troupe/apis/scheduling/v1alpha1"
 	schedulerapp "github.com/troupe-ml/troupe/gangscheduler/app"
@@ -345,17 +344,9 @@ func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
 // counter reads a counter of troupe-scheduler's (controller-runtime's
 // registry, in this process), summed over its labels.
 func counter(name string) float64 {
-	families, err := ctrlmetrics.Registry.Gather()
+	n, err := testutil.CounterValue(name, nil)
 	Expect(err).NotTo(HaveOccurred())
-	sum := 0.0
-	for _, f := range families {
-		if f.GetName() == name {
-			for _, m := range f.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
+	return n
 }
 
 // deleteNodes deletes nodes and waits until they are gone.
