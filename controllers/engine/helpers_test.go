@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -12,6 +13,41 @@ import (
 	kubeflowv1 "github.com/troupe-ml/troupe/apis/kubeflow/v1"
 	"github.com/troupe-ml/troupe/internal/testutil"
 )
+
+// operatorFixture is one spec's namespace, its TFJobs and the operator the
+// spec starts (start), with the options it needs; the operator is stopped
+// after the spec.
+type operatorFixture struct {
+	ctx  context.Context
+	ns   string
+	op   *testutil.Operator
+	jobs *tfJobs
+}
+
+// newOperatorFixture makes the fixture afresh before each spec of the
+// container it is called in.
+func newOperatorFixture() *operatorFixture {
+	f := &operatorFixture{}
+	BeforeEach(func() {
+		f.ctx = context.Background()
+		f.ns = newNamespace(f.ctx)
+		f.jobs = &tfJobs{ctx: f.ctx, ns: f.ns}
+		DeferCleanup(func() {
+			if f.op != nil {
+				Expect(f.op.Stop()).To(Succeed())
+				f.op = nil
+			}
+		})
+	})
+	return f
+}
+
+// start runs the operator for TFJobs with options.
+func (f *operatorFixture) start(options ...testutil.OperatorOption) {
+	var err error
+	f.op, err = testutil.StartOperator(suite.Env.Config, []string{"tfjob"}, options...)
+	Expect(err).NotTo(HaveOccurred())
+}
 
 // tfJobs drives the TFJobs of one spec's namespace: it reads them, waits
 // for their conditions and pods, and plays the kubelet for their pods.

@@ -22,27 +22,7 @@ import (
 // (optimistic lock). These specs are about the writes the API server
 // refuses for that, as a conflict.
 var _ = Describe("Job status writes", func() {
-	var (
-		ctx  context.Context
-		ns   string
-		op   *testutil.Operator
-		jobs *tfJobs
-	)
-	BeforeEach(func() {
-		ctx = context.Background()
-		ns = newNamespace(ctx)
-		jobs = &tfJobs{ctx: ctx, ns: ns}
-		DeferCleanup(func() {
-			if op != nil {
-				Expect(op.Stop()).To(Succeed())
-			}
-		})
-	})
-	startOperator := func(options ...testutil.OperatorOption) {
-		var err error
-		op, err = testutil.StartOperator(suite.Env.Config, []string{"tfjob"}, options...)
-		Expect(err).NotTo(HaveOccurred())
-	}
+	f := newOperatorFixture()
 	// statusPatches wraps the operator's client: each status patch of a
 	// TFJob goes through before, then to the API server, and each the API
 	// server refuses, as a conflict or for a job not found, is counted in
@@ -77,7 +57,7 @@ var _ = Describe("Job status writes", func() {
 	// pass its pods' events bring within that time reads a stale job.
 	It("does not write the status over a job the cache shows from before its own last write", func() {
 		var refused atomic.Int32
-		startOperator(statusPatches(nil, &refused), func(o *ctrl.Options) {
+		f.start(statusPatches(nil, &refused), func(o *ctrl.Options) {
 			o.Cache.ByObject = map[client.Object]cache.ByObject{
 				&kubeflowv1.TFJob{}: {Transform: func(obj any) (any, error) {
 					time.Sleep(300 * time.Millisecond)
@@ -85,10 +65,10 @@ var _ = Describe("Job status writes", func() {
 				}},
 			}
 		})
-		Expect(suite.Client.Create(ctx, testutil.MakeTFJob("lagging", ns).ReplicaSpec(worker,
+		Expect(suite.Client.Create(f.ctx, testutil.MakeTFJob("lagging", f.ns).ReplicaSpec(worker,
 			testutil.MakeReplica(3, kubeflowv1.TFJobDefaultContainerName).Obj()).Obj())).To(Succeed())
-		jobs.runAll(jobs.livePods("lagging", 3))
-		jobs.expectCondition("lagging", "Running", "TFJobRunning")
+		f.jobs.runAll(f.jobs.livePods("lagging", 3))
+		f.jobs.expectCondition("lagging", "Running", "TFJobRunning")
 		Expect(refused.Load()).To(BeZero(), "status writes refused")
 	})
 
@@ -99,15 +79,15 @@ var _ = Describe("Job status writes", func() {
 	DescribeTable("takes a status write refused for a job changed meanwhile as no error",
 		func(name string, change func(*kubeflowv1.TFJob), check func()) {
 			var refused, changed atomic.Int32
-			startOperator(statusPatches(func(job *kubeflowv1.TFJob) {
+			f.start(statusPatches(func(job *kubeflowv1.TFJob) {
 				if job.Name == name && changed.Add(1) == 1 {
 					stored := &kubeflowv1.TFJob{}
-					Expect(suite.Client.Get(ctx, client.ObjectKeyFromObject(job), stored)).To(Succeed())
+					Expect(suite.Client.Get(f.ctx, client.ObjectKeyFromObject(job), stored)).To(Succeed())
 					change(stored)
 				}
 			}, &refused))
 			errorsBefore := reconcileErrors()
-			Expect(suite.Client.Create(ctx, testutil.MakeTFJob(name, ns).ReplicaSpec(worker,
+			Expect(suite.Client.Create(f.ctx, testutil.MakeTFJob(name, f.ns).ReplicaSpec(worker,
 				testutil.MakeReplica(2, kubeflowv1.TFJobDefaultContainerName).Obj()).Obj())).To(Succeed())
 			check()
 			Expect(refused.Load()).To(Equal(int32(1)), "the change made exactly one status write refused")
@@ -115,18 +95,18 @@ var _ = Describe("Job status writes", func() {
 		},
 		Entry("changed: the pass over the newer job writes the status", "raced", func(stored *kubeflowv1.TFJob) {
 			stored.Labels = map[string]string{"edited-by": "another-writer"}
-			Expect(suite.Client.Update(ctx, stored)).To(Succeed())
+			Expect(suite.Client.Update(f.ctx, stored)).To(Succeed())
 		}, func() {
-			jobs.runAll(jobs.livePods("raced", 2))
-			job := jobs.expectCondition("raced", "Running", "TFJobRunning")
+			f.jobs.runAll(f.jobs.livePods("raced", 2))
+			job := f.jobs.expectCondition("raced", "Running", "TFJobRunning")
 			Expect(job.Labels).To(HaveKeyWithValue("edited-by", "another-writer"))
 			Expect(testutil.ConditionTrue(&job.Status, "Created")).To(BeTrue())
 		}),
 		Entry("deleted: nothing is left of it", "gone", func(stored *kubeflowv1.TFJob) {
-			Expect(suite.Client.Delete(ctx, stored)).To(Succeed())
+			Expect(suite.Client.Delete(f.ctx, stored)).To(Succeed())
 		}, func() {
 			Eventually(func(g Gomega) {
-				err := suite.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gone"}, &kubeflowv1.TFJob{})
+				err := suite.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "gone"}, &kubeflowv1.TFJob{})
 				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "job still there: %v", err)
 			}).Should(Succeed())
 		}),
