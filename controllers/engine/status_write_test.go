@@ -20,7 +20,7 @@ import (
 
 // The job's status is written with the resourceVersion its pass read
 // (optimistic lock). These specs are about the writes the API server
-// refuses for that, as a conflict.
+// refuses: for a conflict, or for a job deleted meanwhile.
 var _ = Describe("Job status writes", func() {
 	f := newOperatorFixture()
 	// statusPatches wraps the operator's client: each status patch of a
