@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1044,21 +1043,12 @@ func metric(name string, labels map[string]string) *dto.Metric {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if labelsMatch(m, labels) {
+			if testutil.HasLabels(m, labels) {
 				return m
 			}
 		}
 	}
 	return nil
-}
-
-func labelsMatch(m *dto.Metric, want map[string]string) bool {
-	for k, v := range want {
-		if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == k && l.GetValue() == v }) {
-			return false
-		}
-	}
-	return true
 }
 
 // countValues counts how often each value occurs.

@@ -21,7 +21,7 @@ func CounterValue(name string, labels map[string]string) (float64, error) {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if hasLabels(m, labels) {
+			if HasLabels(m, labels) {
 				sum += m.GetCounter().GetValue()
 			}
 		}
@@ -29,7 +29,9 @@ func CounterValue(name string, labels map[string]string) (float64, error) {
 	return sum, nil
 }
 
-func hasLabels(m *dto.Metric, want map[string]string) bool {
+// HasLabels reports whether the series m has every label of want, with its
+// value.
+func HasLabels(m *dto.Metric, want map[string]string) bool {
 	for k, v := range want {
 		if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == k && l.GetValue() == v }) {
 			return false
