@@ -100,7 +100,7 @@ func NewOptions() *Options {
 		Repeat:          1,
 		RunTimeout:      5 * time.Minute,
 		Settle:          15 * time.Second,
-		Trailing:        10 * time.Second,
+		Trailing:        60 * time.Second,
 	}
 }
 

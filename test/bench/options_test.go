@@ -200,7 +200,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.Scale != 1 || o.Hold != 5*time.Second || o.QPS != -1 || o.Burst != 1000 || o.BindWorkers != 0 || o.NullBindWorkers != "16,64,256" || o.PartialGrace != 2*time.Second ||
-		o.Settle != 15*time.Second || o.Trailing != 10*time.Second || o.RunTimeout != 5*time.Minute || o.Check || o.Profile {
+		o.Settle != 15*time.Second || o.Trailing != 60*time.Second || o.RunTimeout != 5*time.Minute || o.Check || o.Profile {
 		t.Errorf("defaults: %+v", o)
 	}
 	if len(o.ScenarioList()) != len(scenario.Names) || len(o.PlacerList()) != len(PlacerNames) {
