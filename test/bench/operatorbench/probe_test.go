@@ -88,6 +88,28 @@ func TestCountWrites(t *testing.T) {
 	}
 }
 
+func TestOperatorAgent(t *testing.T) {
+	o := &Options{TroupeOperator: "bin/operator", TrainingOperator: "/cache/training-operator-v1.9.4/training-operator"}
+	renamed := &Options{TroupeOperator: "/tmp/ab/operator-4681d88", TrainingOperator: "./manager"}
+	for _, tc := range []struct {
+		name string
+		o    *Options
+		op   string
+		want string
+	}{
+		{"Troupe's operator", o, OperatorTroupe, "operator/"},
+		{"training-operator", o, OperatorTraining, "training-operator/"},
+		{"Troupe's operator under another name", renamed, OperatorTroupe, "operator-4681d88/"},
+		{"training-operator under another name", renamed, OperatorTraining, "manager/"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := operatorAgent(tc.o, Combination{Operator: tc.op}); got != tc.want {
+				t.Errorf("operatorAgent = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestUpdateFile(t *testing.T) {
 	sec := LimitedSection
 	block := func(s string) string { return sec.Begin + "\n\n" + s + "\n\n" + sec.End }

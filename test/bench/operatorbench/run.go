@@ -207,7 +207,7 @@ func runOne(ctx context.Context, o *Options, c Combination, dir string, log io.W
 	}
 	end := time.Now()
 	res.OperatorCPU = cpu1.CPU - cpu0.CPU
-	w, err := countWrites(auditLog, operatorAgent(c), start, end)
+	w, err := countWrites(auditLog, operatorAgent(o, c), start, end)
 	if err != nil {
 		res.Err = fmt.Errorf("read the audit log: %w", err)
 		return res
@@ -364,12 +364,15 @@ func startOperator(o *Options, c Combination, kubeconfig, dir, logs string) (*lo
 }
 
 // operatorAgent is the start of the operator's user agent: client-go's
-// default, the binary's name and a slash.
-func operatorAgent(c Combination) string {
+// default (rest.DefaultKubernetesUserAgent), the base name of the binary as
+// started and a slash. It follows the path given, so that an operator
+// binary under another name (a build to compare with) is still counted.
+func operatorAgent(o *Options, c Combination) string {
+	bin := o.TrainingOperator
 	if c.Operator == OperatorTroupe {
-		return "operator/"
+		bin = o.TroupeOperator
 	}
-	return "training-operator/"
+	return filepath.Base(bin) + "/"
 }
 
 // waitStarted waits until the operator's log says its PyTorchJob
