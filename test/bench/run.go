@@ -14,7 +14,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/troupe-ml/troupe/internal/cmdutil"
@@ -129,7 +132,13 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	factory := informers.NewSharedInformerFactoryWithOptions(c.clientset, 0, informers.WithNamespace(namespace))
-	pods := factory.Core().V1().Pods().Informer()
+	// The watch's times are the binds' times only while it runs: after an
+	// interruption, the binds made meanwhile are seen late. Counted, so
+	// that the report says which runs' times are late.
+	var watchErrors atomic.Int32
+	pods := factory.InformerFor(&corev1.Pod{}, func(cs kubernetes.Interface, resync time.Duration) toolscache.SharedIndexInformer {
+		return podInformer(cs, resync, func() { watchErrors.Add(1) })
+	})
 	if err := indexPodsByGang(pods); err != nil {
 		res.Err = err
 		return
@@ -156,10 +165,7 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 			return
 		}
 	}
-	// The watch's times are the binds' times only while it runs: after a
-	// restart, the binds made meanwhile are seen late. Counted, so that
-	// the report says which runs' times are late.
-	var watchErrors atomic.Int32
+	// A list or watch call that fails is an interruption too.
 	if err := pods.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *toolscache.Reflector, err error) {
 		watchErrors.Add(1)
 		toolscache.DefaultWatchErrorHandler(ctx, r, err)
@@ -529,4 +535,26 @@ func settleAfter(s scenario.Scenario, settle time.Duration, allArrived bool) (ti
 // bind as never bound.
 func settled(p measure.Progress, settle time.Duration) bool {
 	return p.Bound > 0 && p.SinceLastBind > settle
+}
+
+// podInformer is the harness's informer of the scenario's pods, as
+// client-go's own, but for its watches: each is wrapped so that one that
+// breaks before the informer stops it calls interrupted
+// (measure.CountInterruptions).
+func podInformer(cs kubernetes.Interface, resync time.Duration, interrupted func()) toolscache.SharedIndexInformer {
+	pods := cs.CoreV1().Pods(namespace)
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return pods.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			w, err := pods.Watch(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			return measure.CountInterruptions(w, interrupted), nil
+		},
+	}
+	return toolscache.NewSharedIndexInformerWithOptions(toolscache.ToListWatcherWithWatchListSemantics(lw, cs), &corev1.Pod{},
+		toolscache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}})
 }
