@@ -52,12 +52,13 @@ fmt: ## gofmt the tree.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint.
+lint: $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint, and the Markdown files' links (hack/doclinks).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	$(GOLANGCI_LINT) run ./...
 	go vet -tags e2e ./test/e2e/...
 	$(GOLANGCI_LINT) run --build-tags e2e ./test/e2e/...
+	go run ./hack/doclinks README.md docs charts/troupe/README.md
 
 .PHONY: verify
 verify: generate lint ## Regenerate everything and fail if the tree changed.
