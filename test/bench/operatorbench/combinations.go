@@ -58,15 +58,20 @@ func combinationByName(name string) (Combination, bool) {
 	return Combination{}, false
 }
 
+// operatorBinary is the combination's operator binary and the flag that
+// names it.
+func (c Combination) operatorBinary(o *Options) (flag, path string) {
+	if c.Operator == OperatorTroupe {
+		return "--troupe-operator", o.TroupeOperator
+	}
+	return "--training-operator", o.TrainingOperator
+}
+
 // binaries are the files the combination runs, by the flag that names
 // them.
 func (c Combination) binaries(o *Options) map[string]string {
-	out := map[string]string{}
-	if c.Operator == OperatorTroupe {
-		out["--troupe-operator"] = o.TroupeOperator
-	} else {
-		out["--training-operator"] = o.TrainingOperator
-	}
+	flag, path := c.operatorBinary(o)
+	out := map[string]string{flag: path}
 	switch c.Backend {
 	case BackendTroupe:
 		out["--troupe-scheduler"] = o.TroupeScheduler

@@ -368,10 +368,7 @@ func startOperator(o *Options, c Combination, kubeconfig, dir, logs string) (*lo
 // started and a slash. It follows the path given, so that an operator
 // binary under another name (a build to compare with) is still counted.
 func operatorAgent(o *Options, c Combination) string {
-	bin := o.TrainingOperator
-	if c.Operator == OperatorTroupe {
-		bin = o.TroupeOperator
-	}
+	_, bin := c.operatorBinary(o)
 	return filepath.Base(bin) + "/"
 }
 
