@@ -128,8 +128,8 @@ func withoutCodeSpans(line string) string {
 	return codeSpan.ReplaceAllString(line, "")
 }
 
-// markup is removed from a heading before its anchor is made: links keep
-// their text, emphasis and code marks go.
+// markup matches a link in a heading, which keeps only its text in the
+// anchor (emphasis and code marks are dropped by Slug's filter).
 var markup = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
 
 // Slug is the anchor GitHub gives a heading: lower case, letters, numbers,
