@@ -30,8 +30,11 @@ type jobExpectations struct {
 	deletes map[types.UID]time.Time
 	// status is the resourceVersion the job's last status write produced,
 	// while the cache shows an older one; statusAt is when it was written.
-	status   string
-	statusAt time.Time
+	// With statusRefused, status is instead the version a refused write
+	// was made over, and the cache must show a newer one.
+	status        string
+	statusAt      time.Time
+	statusRefused bool
 }
 
 func newExpectations() *expectations {
@@ -65,11 +68,24 @@ func (e *expectations) expectStatus(job, resourceVersion string, now time.Time) 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	je := e.forJob(job)
-	je.status, je.statusAt = resourceVersion, now
+	je.status, je.statusAt, je.statusRefused = resourceVersion, now, false
+}
+
+// refusedStatus records that the API server refused a status write made
+// over the job at resourceVersion, as a conflict or for a job not found:
+// the job changed or went since, so a pass over the cached job at that
+// version would only have its write refused again. The cache's next
+// version of the job, or its deletion, brings the next pass.
+func (e *expectations) refusedStatus(job, resourceVersion string, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	je := e.forJob(job)
+	je.status, je.statusAt, je.statusRefused = resourceVersion, now, true
 }
 
 // statusSeen drops the expectation of the job's last status write if the
-// cached job (at resourceVersion) shows it, or it expired, and reports
+// cached job (at resourceVersion) shows it (or, for a refused write, a
+// version newer than the one written over), or it expired, and reports
 // whether it is gone. A version that cannot be compared (not one the API
 // server's storage gives) is taken as showing it: the expectation only
 // saves a write the API server would refuse, and must never stall a job.
@@ -80,7 +96,12 @@ func (e *expectations) statusSeen(job, resourceVersion string, now time.Time) bo
 	if !ok || je.status == "" {
 		return true
 	}
-	if c, err := resourceversion.CompareResourceVersion(resourceVersion, je.status); err != nil || c >= 0 || now.Sub(je.statusAt) > expectationTTL {
+	c, err := resourceversion.CompareResourceVersion(resourceVersion, je.status)
+	shown := c >= 0
+	if je.statusRefused {
+		shown = c > 0
+	}
+	if err != nil || shown || now.Sub(je.statusAt) > expectationTTL {
 		je.status = ""
 		e.dropIfEmpty(job, je)
 		return true

@@ -85,6 +85,9 @@ func TestStatusExpectation(t *testing.T) {
 	wrote := func(rv string) func(*expectations) {
 		return func(e *expectations) { e.expectStatus("ns/job", rv, now) }
 	}
+	refused := func(rv string) func(*expectations) {
+		return func(e *expectations) { e.refusedStatus("ns/job", rv, now) }
+	}
 	cases := []struct {
 		name   string
 		setup  func(e *expectations)
@@ -101,6 +104,13 @@ func TestStatusExpectation(t *testing.T) {
 		{"another job's write does not block", func(e *expectations) { e.expectStatus("ns/other", "120", now) }, "100", now, true},
 		{"a write past its TTL no longer blocks", wrote("120"), "100", now.Add(expectationTTL + time.Second), true},
 		{"a version that cannot be compared does not block", wrote("120"), "not-a-version", now, true},
+		{"a write refused over the version the cache still shows", refused("120"), "120", now, false},
+		{"a write refused over an older version than the cache shows", refused("120"), "121", now, true},
+		{"a refused write past its TTL no longer blocks", refused("120"), "120", now.Add(expectationTTL + time.Second), true},
+		{"a write of its own after a refused one is seen at its version", func(e *expectations) {
+			e.refusedStatus("ns/job", "120", now)
+			e.expectStatus("ns/job", "130", now)
+		}, "130", now, true},
 		{"a creation the cache has not shown does not hold the status back", func(e *expectations) {
 			e.expectCreate("ns/job", "pod/job-worker-0", now)
 		}, "100", now, true},

@@ -280,7 +280,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// watch event of that change brings a pass over the newer job,
 		// which decides afresh, or the pass that lets a deleted job's
 		// members go: nothing of this pass is lost, and there is no error
-		// to report.
+		// to report. Until then the cached job is known stale, and passes
+		// its pods' events bring wait rather than repeat a refused write.
+		r.expect.refusedStatus(s.key, job.GetResourceVersion(), s.now.Time)
 		log.FromContext(ctx).V(1).Info("Status not written: the job changed or went meanwhile; the next pass reads what it became", "reason", patchErr.Error())
 		return ctrl.Result{}, nil
 	case err == nil:

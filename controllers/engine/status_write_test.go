@@ -52,19 +52,22 @@ var _ = Describe("Job status writes", func() {
 
 	// The operator's caches of pods and of jobs are fed by separate
 	// watches: a pod's event can bring a pass before the job's cache shows
-	// the status the last pass wrote. Here the job's cache lags by 300 ms
-	// at every change, as a cache behind a busy API server would, so every
-	// pass its pods' events bring within that time reads a stale job.
+	// the job's last change. laggingJobCache delays the job's cache by
+	// 300 ms at every change, as a cache behind a busy API server would,
+	// so every pass its pods' events bring within that time reads a stale
+	// job.
+	laggingJobCache := func(o *ctrl.Options) {
+		o.Cache.ByObject = map[client.Object]cache.ByObject{
+			&kubeflowv1.TFJob{}: {Transform: func(obj any) (any, error) {
+				time.Sleep(300 * time.Millisecond)
+				return obj, nil
+			}},
+		}
+	}
+
 	It("does not write the status over a job the cache shows from before its own last write", func() {
 		var refused atomic.Int32
-		f.start(statusPatches(nil, &refused), func(o *ctrl.Options) {
-			o.Cache.ByObject = map[client.Object]cache.ByObject{
-				&kubeflowv1.TFJob{}: {Transform: func(obj any) (any, error) {
-					time.Sleep(300 * time.Millisecond)
-					return obj, nil
-				}},
-			}
-		})
+		f.start(statusPatches(nil, &refused), laggingJobCache)
 		Expect(suite.Client.Create(f.ctx, testutil.MakeTFJob("lagging", f.ns).ReplicaSpec(worker,
 			testutil.MakeReplica(3, kubeflowv1.TFJobDefaultContainerName).Obj()).Obj())).To(Succeed())
 		f.jobs.runAll(f.jobs.livePods("lagging", 3))
@@ -75,7 +78,9 @@ var _ = Describe("Job status writes", func() {
 	// Another writer (a user, Kueue, a garbage collector) changes or
 	// deletes the job between the pass's read and its status write: the
 	// API server refuses the write, and the watch brings the pass that
-	// follows the change.
+	// follows the change. With the job's cache lagging, the passes the
+	// job's pods bring meanwhile read the version the write was refused
+	// over: they wait for the change rather than write again.
 	DescribeTable("takes a status write refused for a job changed meanwhile as no error",
 		func(name string, change func(*kubeflowv1.TFJob), check func()) {
 			var refused, changed atomic.Int32
@@ -85,7 +90,7 @@ var _ = Describe("Job status writes", func() {
 					Expect(suite.Client.Get(f.ctx, client.ObjectKeyFromObject(job), stored)).To(Succeed())
 					change(stored)
 				}
-			}, &refused))
+			}, &refused), laggingJobCache)
 			errorsBefore := reconcileErrors()
 			Expect(suite.Client.Create(f.ctx, testutil.MakeTFJob(name, f.ns).ReplicaSpec(worker,
 				testutil.MakeReplica(2, kubeflowv1.TFJobDefaultContainerName).Obj()).Obj())).To(Succeed())
