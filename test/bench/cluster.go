@@ -51,7 +51,10 @@ type cluster struct {
 	up time.Time
 	// apiserver and etcd are the processes' pids, for their CPU time.
 	apiserver, etcd []int
-	logs            []io.Closer
+	// auditLog is the API server's audit log of binds and pod removals
+	// (measure.BindAuditPolicy), which the run's times are read from.
+	auditLog string
+	logs     []io.Closer
 }
 
 // startCluster starts etcd and kube-apiserver from binDir with the CRDs
@@ -90,6 +93,11 @@ func startCluster(binDir string, crds []string, dir string) (*cluster, error) {
 	}
 	// No kube-controller-manager runs here.
 	localcluster.ServeWorkloadAPI(c.env, false)
+	c.auditLog = filepath.Join(dir, "audit.log")
+	if err := measure.EnableAudit(c.env, measure.BindAuditPolicy, filepath.Join(dir, "audit-policy.yaml"), c.auditLog); err != nil {
+		c.closeLogs()
+		return nil, err
+	}
 	cfg, err := c.env.Start()
 	if err != nil {
 		c.closeLogs()

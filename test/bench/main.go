@@ -208,9 +208,9 @@ func summary(r report.Result) string {
 		return "failed: " + r.Err.Error()
 	}
 	t := r.Throughput
-	out := fmt.Sprintf("%d pods, %d gangs bound; makespan %v (first bind %v), %.0f pods/s over it; CPU %v (%v/pod); peak RSS %d MiB; %.2f writes/pod; partial %d during, %d at the end; never bound %d; watch errors %d",
+	out := fmt.Sprintf("%d pods, %d gangs bound; makespan %v (first bind %v), %.0f pods/s over it; CPU %v (%v/pod); peak RSS %d MiB; %.2f writes/pod; partial %d during, %d at the end; never bound %d; watch errors %d (the watch saw: makespan %v, partial %d during)",
 		t.Pods, t.Gangs, t.Makespan.Round(time.Millisecond), t.FirstBind.Round(time.Millisecond), t.OverMakespan, r.PlacerCPU, r.CPUPerPod().Round(time.Microsecond),
-		r.PeakRSS>>20, r.WritesPerPod(), len(r.PartialDuring), len(r.Partial), len(r.NeverUp), r.WatchErrors)
+		r.PeakRSS>>20, r.WritesPerPod(), len(r.PartialDuring), len(r.Partial), len(r.NeverUp), r.WatchErrors, r.Watched.Makespan.Round(time.Millisecond), r.Watched.PartialDuring)
 	if after, ok := r.FirstBindAfterSync(); ok {
 		out += fmt.Sprintf("; caches synced at %v, first bind %v after", r.CachesSynced.Round(time.Millisecond), after.Round(time.Millisecond))
 	}
@@ -232,7 +232,7 @@ func settings(o *Options) []string {
 	out := []string{
 		fmt.Sprintf("Client rate limit, the same for every placer and the ceiling: %s. Binds in flight: the null binder swept over %s (the ceiling of a scenario is the best median makespan among them); troupe-scheduler: %s.",
 			o.Limit(), strings.ReplaceAll(o.NullBindWorkers, ",", ", "), troupeBinds),
-		fmt.Sprintf("Partial gangs: every bind is watched; a gang partly bound for longer than %v is counted during the run, and one partly bound at the end fails the run.", o.PartialGrace),
+		fmt.Sprintf("Bind times: when the API server stored each bind, from its audit log. Partial gangs: a gang partly bound for longer than %v is counted during the run, and one partly bound at the end fails the run.", o.PartialGrace),
 		fmt.Sprintf("Scale %v of the reference point; S3's gangs run %v; a run ends when every gang was bound whole, after %v without a bind, or after %v.", o.Scale, o.Hold, o.Settle, o.RunTimeout),
 		"Each placer gets a fresh kube-apiserver and etcd per scenario; the clock starts when the placer's process starts, after every node, PodGroup and pod exists.",
 	}

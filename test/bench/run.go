@@ -223,7 +223,6 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 		endErr = errors.Join(endErr, st.stop())
 		res.Stream = st.result(tracker.DoneAt(), end)
 	}
-	res.PartialDuring = tracker.PartialLongerThan(r.opts.PartialGrace)
 	res.WatchErrors = int(watchErrors.Load())
 	del.close()
 	waitCycles(ctx, proc, r.opts.Trailing)
@@ -240,7 +239,15 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 		endErr = errors.Join(endErr, fmt.Errorf("%s's peak memory: %w", r.placer.Name(), err))
 	}
 	samples.final(ctx, proc)
-	res.Throughput = tracker.Throughput()
+	// Written in batches, the audit log has every bind of the run once the
+	// API server has been quiet (writesQuiet).
+	stored, err := storedBinds(c.auditLog, tracker, sizes)
+	if err != nil {
+		res.Err = err
+		return
+	}
+	res.Throughput, res.PartialDuring = stored.Throughput(), stored.PartialLongerThan(r.opts.PartialGrace)
+	res.Watched = report.Watched{Makespan: tracker.Throughput().Makespan, PartialDuring: len(tracker.PartialLongerThan(r.opts.PartialGrace))}
 	res.Cycles, res.Counters = samples.cycles, samples.counters
 	res.CachesSynced = cachesSynced(tracker.StartedAt(), samples.counters)
 	res.AnsweredApart = answeredApart(samples.last, r.opts.PartialGrace)
@@ -267,6 +274,27 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 	}
 	stopped = true
 	res.Err = errors.Join(endErr, warmErr, proc.Stop())
+}
+
+// storedBinds replays the run's binds, up to now, from the API server's
+// audit log (at auditLog): when the API server stored each, which is when the cluster
+// had it. The harness's watch sees each later, by seconds when the API
+// server closes the watch during a burst of binds (WatchErrors); it is
+// the run's clock and pace (when it ends, when a gang is deleted), the
+// audit log its times. Every bind the watch has seen was stored first,
+// and the API server has been quiet since (writesQuiet), so its event is
+// in the log: a log with fewer binds than the watch saw has lost events
+// and cannot time the run.
+func storedBinds(auditLog string, tracker *measure.Tracker, sizes map[string]int) (*measure.Tracker, error) {
+	watched := tracker.Progress().Bound
+	stored, err := measure.ReplayAudit(auditLog, tracker.StartedAt(), time.Now(), tracker.GangsOfPods(), sizes)
+	if err != nil {
+		return nil, fmt.Errorf("read the binds from the audit log: %w", err)
+	}
+	if n := stored.Progress().Bound; n < watched {
+		return nil, fmt.Errorf("the audit log has %d binds of the run where the harness's watch saw %d: it lost events, and cannot time the run", n, watched)
+	}
+	return stored, nil
 }
 
 // warmRound deletes the run's gangs, waits until the placer has seen them

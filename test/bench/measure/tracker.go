@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/troupe-ml/troupe/test/bench/scenario"
@@ -16,13 +15,18 @@ import (
 
 // Tracker follows the pods of a run through a watch: when each is first
 // seen bound, and when each gang has all its pods bound. It is a
-// client-go event handler.
+// client-go event handler. ReplayAudit fills one from the API server's
+// audit log instead.
 type Tracker struct {
-	mu        sync.Mutex
-	now       func() time.Time
-	start     time.Time
-	gangSize  map[string]int
-	bound     map[types.UID]bool
+	mu       sync.Mutex
+	now      func() time.Time
+	start    time.Time
+	gangSize map[string]int
+	// bound holds the pods bound, by UID when watched and by
+	// namespace/name when replayed from the audit log.
+	bound map[string]bool
+	// gangOf is each pod's gang, by namespace/name, for ReplayAudit.
+	gangOf    map[string]string
 	gangBound map[string]int
 	binds     []time.Duration
 	gangsDone map[string]time.Duration
@@ -40,7 +44,7 @@ type Tracker struct {
 // nil, is called (outside the lock) when a gang's last pod is bound.
 func NewTracker(gangSize map[string]int, onGangUp func(gang string)) *Tracker {
 	return &Tracker{
-		now: time.Now, gangSize: gangSize, bound: map[types.UID]bool{},
+		now: time.Now, gangSize: gangSize, bound: map[string]bool{}, gangOf: map[string]string{},
 		gangBound: map[string]int{}, gangsDone: map[string]time.Duration{}, open: map[string]int{}, onGangUp: onGangUp,
 	}
 }
@@ -80,9 +84,19 @@ func (t *Tracker) OnAdd(obj any, _ bool) {
 	if pod, ok := obj.(*corev1.Pod); ok {
 		t.mu.Lock()
 		t.unbound++
+		t.gangOf[podKey(pod.Namespace, pod.Name)] = scenario.GangOf(pod)
 		t.mu.Unlock()
 		t.observe(pod)
 	}
+}
+
+func podKey(namespace, name string) string { return namespace + "/" + name }
+
+// GangsOfPods is each pod seen so far's gang, by namespace/name.
+func (t *Tracker) GangsOfPods() map[string]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.gangOf)
 }
 
 func (t *Tracker) OnUpdate(_, obj any) {
@@ -101,21 +115,27 @@ func (t *Tracker) OnDelete(obj any) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.bound[pod.UID] {
+	if !t.unbind(string(pod.UID), scenario.GangOf(pod), t.now().Sub(t.start)) {
 		t.unbound--
-		return
 	}
-	// A bound member deleted from a gang not yet whole (a scheduler
-	// reclaiming a partial gang): the gang has fewer bound, and is no
-	// longer partial once none is.
-	gang := scenario.GangOf(pod)
+}
+
+// unbind records that the pod key of gang went at at, and reports whether
+// it was bound. A bound member deleted from a gang not yet whole (a
+// scheduler reclaiming a partial gang): the gang has fewer bound, and is
+// no longer partial once none is. t.mu is held.
+func (t *Tracker) unbind(key, gang string, at time.Duration) bool {
+	if !t.bound[key] {
+		return false
+	}
 	if _, done := t.gangsDone[gang]; done {
-		return
+		return true
 	}
 	t.gangBound[gang]--
 	if t.gangBound[gang] <= 0 {
-		t.closeEpisode(gang, t.now().Sub(t.start))
+		t.closeEpisode(gang, at)
 	}
+	return true
 }
 
 // closeEpisode ends gang's partial episode under way, if any, at at.
@@ -131,15 +151,24 @@ func (t *Tracker) observe(pod *corev1.Pod) {
 		return
 	}
 	t.mu.Lock()
-	if t.bound[pod.UID] {
+	if t.bound[string(pod.UID)] {
 		t.mu.Unlock()
 		return
 	}
-	at := max(t.now().Sub(t.start), 0)
-	t.bound[pod.UID] = true
 	t.unbound--
-	t.binds = append(t.binds, at)
 	gang := scenario.GangOf(pod)
+	up := t.bind(string(pod.UID), gang, max(t.now().Sub(t.start), 0))
+	t.mu.Unlock()
+	if up && t.onGangUp != nil {
+		t.onGangUp(gang)
+	}
+}
+
+// bind records that the pod key of gang, not bound before, was bound at
+// at, and reports whether that made the gang whole. t.mu is held.
+func (t *Tracker) bind(key, gang string, at time.Duration) bool {
+	t.bound[key] = true
+	t.binds = append(t.binds, at)
 	t.gangBound[gang]++
 	up := t.gangBound[gang] == t.gangSize[gang]
 	if _, ok := t.open[gang]; !ok && !up {
@@ -150,10 +179,7 @@ func (t *Tracker) observe(pod *corev1.Pod) {
 		t.gangsDone[gang] = at
 		t.closeEpisode(gang, at)
 	}
-	t.mu.Unlock()
-	if up && t.onGangUp != nil {
-		t.onGangUp(gang)
-	}
+	return up
 }
 
 // Progress is a tracker's counts at one moment.
@@ -198,8 +224,8 @@ type PartialEpisode struct {
 
 // PartialLongerThan lists the partial episodes that lasted longer than
 // grace by now, with those still under way counted up to now, longest
-// first. The watch sees every bind, so these are the partial gangs of the
-// whole run, not of a sample of moments.
+// first. The tracker hears every bind, so these are the partial gangs of
+// the whole run, not of a sample of moments.
 func (t *Tracker) PartialLongerThan(grace time.Duration) []PartialEpisode {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -6,8 +6,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // auditPolicy records every mutating request at the Metadata level (who,
@@ -23,19 +21,6 @@ rules:
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
 - level: None
 `
-
-// enableAudit makes env's API server write the audit log to logPath, one
-// JSON event per line, as each request completes.
-func enableAudit(env *envtest.Environment, policyPath, logPath string) error {
-	if err := os.WriteFile(policyPath, []byte(auditPolicy), 0o644); err != nil {
-		return err
-	}
-	args := env.ControlPlane.GetAPIServer().Configure()
-	args.Append("audit-policy-file", policyPath)
-	args.Append("audit-log-path", logPath)
-	args.Append("audit-log-format", "json")
-	return nil
-}
 
 // auditEvent is what the benchmark reads of an audit event.
 type auditEvent struct {

@@ -103,7 +103,7 @@ func runOne(ctx context.Context, o *Options, c Combination, dir string, log io.W
 		return res
 	}
 	auditLog := filepath.Join(logs, "audit.log")
-	if err := enableAudit(env, filepath.Join(dir, "audit-policy.yaml"), auditLog); err != nil {
+	if err := measure.EnableAudit(env, auditPolicy, filepath.Join(dir, "audit-policy.yaml"), auditLog); err != nil {
 		res.Err = err
 		return res
 	}

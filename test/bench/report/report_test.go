@@ -368,6 +368,7 @@ func TestMarkdown(t *testing.T) {
 	big.PlacerCPU = 3 * time.Second
 	small.PeakRSS, big.PeakRSS = 100<<20, 250<<20
 	big.WatchErrors = 1
+	big.Watched = Watched{Makespan: 8 * time.Second, PartialDuring: 2}
 	// TS: two runs of troupe, one of Volcano; waits of 10 gangs each.
 	stream := func(placer string, makespan, wait time.Duration, stranded ...int64) Result {
 		r := result("TS", placer, 100, makespan)
@@ -393,7 +394,7 @@ func TestMarkdown(t *testing.T) {
 		"| volcano | failed | | | | | | | | | | | 1 of 1 |",
 		"- failed: S1/volcano run 1: vc-scheduler exited \\| early see log",
 		"### Placement quality (Q)", "| troupe | 100 / 100 | 100 / 100 | 100.0% | 0 | 0 |",
-		"- note: S6x5/troupe run 1: the harness's watch of the pods broke 1 times; the binds made meanwhile are timed late (makespan, partial gangs)",
+		"- note: S6x5/troupe run 1: the harness's watch of the pods broke 1 times and saw binds late: the last gang whole at 8s (stored at 6s), 2 gangs partly bound for longer than the grace (stored: 0)",
 		"### From 1000 to 5000 nodes (S6, S6x5)", "| troupe | 5s | 6s | 1.20 | 1ms | 1.5ms | 1.50 | 100 | 250 | 2.50 |",
 		// The diagnostic tables show troupe's run of median makespan.
 		"| S1 | troupe | 1.00 | no | 1.5ms | POST pods/binding 2000 |",

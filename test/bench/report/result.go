@@ -50,7 +50,11 @@ type Result struct {
 	Warm *WarmRound
 	// PartialDuring are the gangs partly bound for longer than the
 	// harness's grace at some time of the run, each with how long.
+	// Throughput and PartialDuring are timed by when the API server
+	// stored each bind (its audit log); Watched is the same run as the
+	// harness's watch of the pods saw it.
 	PartialDuring []measure.PartialEpisode
+	Watched       Watched
 	// PeakRSS is the placer process's peak resident memory, in bytes.
 	PeakRSS int64
 	// WatchErrors counts the times the harness's watch of the pods broke
@@ -74,6 +78,17 @@ type Result struct {
 	// counted from its first bound at or above the grace); nil for a
 	// placer that does not say.
 	AnsweredApart *AnsweredApart
+}
+
+// Watched is what the harness's watch of the pods saw of a run: each bind
+// after the API server stored it, seconds later when the watch broke
+// (WatchErrors).
+type Watched struct {
+	// Makespan is when the watch saw the last gang whole.
+	Makespan time.Duration
+	// PartialDuring counts the gangs it saw partly bound for longer than
+	// the grace.
+	PartialDuring int
 }
 
 // AnsweredApart is a count of gangs whose binds' answers came back more

@@ -45,15 +45,15 @@ func (g Runs) Failures() []string {
 	return out
 }
 
-// Notes says which measured runs' times are late: the harness's watch
-// broke during them, and the binds made until it was back were timed when
-// it saw them.
+// Notes names the measured runs in which the harness's watch of the pods
+// broke: the run's times are the API server's (its audit log), and the
+// note says what the watch, late, saw of them.
 func (g Runs) Notes() []string {
 	var out []string
 	for i, r := range g.All {
 		if r.Err == nil && r.WatchErrors > 0 {
-			out = append(out, fmt.Sprintf("%s/%s run %d: the harness's watch of the pods broke %d times; the binds made meanwhile are timed late (makespan, partial gangs)",
-				g.Scenario.Name, g.Placer, i+1, r.WatchErrors))
+			out = append(out, fmt.Sprintf("%s/%s run %d: the harness's watch of the pods broke %d times and saw binds late: the last gang whole at %v (stored at %v), %d gangs partly bound for longer than the grace (stored: %d)",
+				g.Scenario.Name, g.Placer, i+1, r.WatchErrors, round(r.Watched.Makespan), round(r.Throughput.Makespan), r.Watched.PartialDuring, len(r.PartialDuring)))
 		}
 	}
 	return out
