@@ -277,14 +277,14 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 }
 
 // storedBinds replays the run's binds, up to now, from the API server's
-// audit log (at auditLog): when the API server stored each, which is when the cluster
-// had it. The harness's watch sees each later, by seconds when the API
-// server closes the watch during a burst of binds (WatchErrors); it is
-// the run's clock and pace (when it ends, when a gang is deleted), the
-// audit log its times. Every bind the watch has seen was stored first,
-// and the API server has been quiet since (writesQuiet), so its event is
-// in the log: a log with fewer binds than the watch saw has lost events
-// and cannot time the run.
+// audit log at auditLog: when the API server stored each, which is when
+// the cluster had it. The harness's watch sees each later, by seconds
+// when the API server closes the watch during a burst of binds
+// (WatchErrors); it is the run's clock and pace (when it ends, when a
+// gang is deleted), the audit log its times. Every bind the watch has
+// seen was stored first, and the API server has been quiet since
+// (writesQuiet), so its event is in the log: a log with fewer binds than
+// the watch saw has lost events and cannot time the run.
 func storedBinds(auditLog string, tracker *measure.Tracker, sizes map[string]int) (*measure.Tracker, error) {
 	watched := tracker.Progress().Bound
 	stored, err := measure.ReplayAudit(auditLog, tracker.StartedAt(), time.Now(), tracker.GangsOfPods(), sizes)
