@@ -277,8 +277,8 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 }
 
 // storedBinds replays the run's binds, up to now, from the API server's
-// audit log at auditLog: when the API server stored each, which is when
-// the cluster had it. The harness's watch sees each later, by seconds
+// audit log at auditLog: when the API server completed each, after
+// storing it. The harness's watch sees each later, by seconds
 // when the API server closes the watch during a burst of binds
 // (WatchErrors); it is the run's clock and pace (when it ends, when a
 // gang is deleted), the audit log its times. Every bind the watch has

@@ -51,7 +51,7 @@ type Result struct {
 	// PartialDuring are the gangs partly bound for longer than the
 	// harness's grace at some time of the run, each with how long.
 	// Throughput and PartialDuring are timed by when the API server
-	// stored each bind (its audit log); Watched is the same run as the
+	// completed each bind (its audit log); Watched is the same run as the
 	// harness's watch of the pods saw it.
 	PartialDuring []measure.PartialEpisode
 	Watched       Watched
