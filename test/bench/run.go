@@ -239,9 +239,7 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 		endErr = errors.Join(endErr, fmt.Errorf("%s's peak memory: %w", r.placer.Name(), err))
 	}
 	samples.final(ctx, proc)
-	// Written in batches, the audit log has every bind of the run once the
-	// API server has been quiet (writesQuiet).
-	stored, err := storedBinds(c.auditLog, tracker, sizes)
+	stored, err := storedBinds(ctx, c.auditLog, tracker, sizes)
 	if err != nil {
 		res.Err = err
 		return
@@ -278,24 +276,40 @@ func (r *run) measure(ctx context.Context, c *cluster, sizes map[string]int, res
 
 // storedBinds replays the run's binds, up to now, from the API server's
 // audit log at auditLog: when the API server completed each, after
-// storing it. The harness's watch sees each later, by seconds
-// when the API server closes the watch during a burst of binds
-// (WatchErrors); it is the run's clock and pace (when it ends, when a
-// gang is deleted), the audit log its times. Every bind the watch has
-// seen was stored first, and the API server has been quiet since
-// (writesQuiet), so its event is in the log: a log with fewer binds than
-// the watch saw has lost events and cannot time the run.
-func storedBinds(auditLog string, tracker *measure.Tracker, sizes map[string]int) (*measure.Tracker, error) {
+// storing it. The harness's watch sees each later, by seconds when the
+// API server closes the watch during a burst of binds (WatchErrors); it
+// is the run's clock and pace (when it ends, when a gang is deleted), the
+// audit log its times. Every bind the watch has seen was completed, but
+// the log is written in batches, a moment after: the replay is repeated
+// for up to auditCatchUp until the log has as many binds as the watch
+// saw. One with fewer after that has lost events and cannot time the
+// run.
+func storedBinds(ctx context.Context, auditLog string, tracker *measure.Tracker, sizes map[string]int) (*measure.Tracker, error) {
 	watched := tracker.Progress().Bound
-	stored, err := measure.ReplayAudit(auditLog, tracker.StartedAt(), time.Now(), tracker.GangsOfPods(), sizes)
-	if err != nil {
-		return nil, fmt.Errorf("read the binds from the audit log: %w", err)
+	deadline := time.Now().Add(auditCatchUp)
+	for {
+		stored, err := measure.ReplayAudit(auditLog, tracker.StartedAt(), time.Now(), tracker.GangsOfPods(), sizes)
+		if err != nil {
+			return nil, fmt.Errorf("read the binds from the audit log: %w", err)
+		}
+		n := stored.Progress().Bound
+		if n >= watched {
+			return stored, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the audit log has %d binds of the run where the harness's watch saw %d, %v after: it lost events, and cannot time the run", n, watched, auditCatchUp)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(auditCatchUp / 50):
+		}
 	}
-	if n := stored.Progress().Bound; n < watched {
-		return nil, fmt.Errorf("the audit log has %d binds of the run where the harness's watch saw %d: it lost events, and cannot time the run", n, watched)
-	}
-	return stored, nil
 }
+
+// auditCatchUp bounds how long the API server's batched audit log may
+// trail the binds the harness's watch has seen.
+var auditCatchUp = 5 * time.Second
 
 // warmRound deletes the run's gangs, waits until the placer has seen them
 // go, creates as many new ones and reads the placer's counters over their
