@@ -232,7 +232,7 @@ func settings(o *Options) []string {
 	out := []string{
 		fmt.Sprintf("Client rate limit, the same for every placer and the ceiling: %s. Binds in flight: the null binder swept over %s (the ceiling of a scenario is the best median makespan among them); troupe-scheduler: %s.",
 			o.Limit(), strings.ReplaceAll(o.NullBindWorkers, ",", ", "), troupeBinds),
-		fmt.Sprintf("Bind times: when the API server stored each bind, from its audit log. Partial gangs: a gang partly bound for longer than %v is counted during the run, and one partly bound at the end fails the run.", o.PartialGrace),
+		fmt.Sprintf("Bind times: when the API server completed each bind, from its audit log. Partial gangs: a gang partly bound for longer than %v is counted during the run, and one partly bound at the end fails the run.", o.PartialGrace),
 		fmt.Sprintf("Scale %v of the reference point; S3's gangs run %v; a run ends when every gang was bound whole, after %v without a bind, or after %v.", o.Scale, o.Hold, o.Settle, o.RunTimeout),
 		"Each placer gets a fresh kube-apiserver and etcd per scenario; the clock starts when the placer's process starts, after every node, PodGroup and pod exists.",
 	}

@@ -1,14 +1,14 @@
 package measure
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"time"
 
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -58,53 +58,49 @@ type podChange struct {
 	bind bool
 }
 
-// auditRecord is what ReplayAudit reads of an audit event.
-type auditRecord struct {
-	Stage          string           `json:"stage"`
-	Verb           string           `json:"verb"`
-	StageTimestamp time.Time        `json:"stageTimestamp"`
-	ObjectRef      *auditObjectRef  `json:"objectRef"`
-	ResponseStatus *auditStatusCode `json:"responseStatus"`
+// ReadAudit calls each with every event of the audit log at path, one
+// JSON event per line as --audit-log-format=json writes it. A last line
+// without its newline is one the API server is still writing: it is left
+// for a later read.
+func ReadAudit(path string, each func(*auditv1.Event)) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	raw = raw[:bytes.LastIndexByte(raw, '\n')+1]
+	for line := 1; len(raw) > 0; line++ {
+		next, rest, _ := bytes.Cut(raw, []byte{'\n'})
+		raw = rest
+		var e auditv1.Event
+		if err := json.Unmarshal(next, &e); err != nil {
+			return fmt.Errorf("audit log %s, line %d: %w", path, line, err)
+		}
+		each(&e)
+	}
+	return nil
 }
 
-type auditObjectRef struct {
-	Resource    string `json:"resource"`
-	Subresource string `json:"subresource"`
-	Namespace   string `json:"namespace"`
-	Name        string `json:"name"`
-}
-
-type auditStatusCode struct {
-	Code int `json:"code"`
-}
-
-// podChanges reads the binds and removals of pods that succeeded from an
-// audit log, in the order they completed.
-func podChanges(r io.Reader) ([]podChange, error) {
+// podChanges reads the binds and removals of pods that succeeded from the
+// audit log at path, in the order they completed.
+func podChanges(path string) ([]podChange, error) {
 	var out []podChange
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for line := 1; sc.Scan(); line++ {
-		var e auditRecord
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("audit log line %d: %w", line, err)
-		}
+	err := ReadAudit(path, func(e *auditv1.Event) {
 		ref := e.ObjectRef
-		if e.Stage != "ResponseComplete" || ref == nil || ref.Resource != "pods" || e.ResponseStatus == nil ||
+		if e.Stage != auditv1.StageResponseComplete || ref == nil || ref.Resource != "pods" || e.ResponseStatus == nil ||
 			e.ResponseStatus.Code < 200 || e.ResponseStatus.Code > 299 {
-			continue
+			return
 		}
-		change := podChange{at: e.StageTimestamp, pod: podKey(ref.Namespace, ref.Name)}
+		change := podChange{at: e.StageTimestamp.Time, pod: podKey(ref.Namespace, ref.Name)}
 		switch {
 		case e.Verb == "create" && ref.Subresource == "binding":
 			change.bind = true
 		case e.Verb == "create" && ref.Subresource == "eviction", e.Verb == "delete" && ref.Subresource == "":
 		default:
-			continue
+			return
 		}
 		out = append(out, change)
-	}
-	if err := sc.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	slices.SortStableFunc(out, func(a, b podChange) int { return a.at.Compare(b.at) })
@@ -114,17 +110,12 @@ func podChanges(r io.Reader) ([]podChange, error) {
 // ReplayAudit replays the binds and removals of pods recorded in the API
 // server's audit log at path (BindAuditPolicy) that completed from start
 // to end, into a tracker whose clock starts at start and stands at end:
-// its figures are those of the binds as the API server stored them, not as
-// a watch delivered them, which can be seconds late when the API server
+// its figures are those of the binds as the API server completed them
+// (each after storing it), not as a watch delivered them, which can be seconds late when the API server
 // closes a watcher that fell behind. gangOf names each pod's gang (pods of
 // no gang tracked are left out) and gangSize each gang's size.
 func ReplayAudit(path string, start, end time.Time, gangOf map[string]string, gangSize map[string]int) (*Tracker, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	changes, err := podChanges(f)
+	changes, err := podChanges(path)
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,12 @@
 package operatorbench
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
 	"strings"
 	"time"
+
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/troupe-ml/troupe/test/bench/measure"
 )
 
 // auditPolicy records every mutating request at the Metadata level (who,
@@ -22,18 +23,6 @@ rules:
 - level: None
 `
 
-// auditEvent is what the benchmark reads of an audit event.
-type auditEvent struct {
-	Stage     string    `json:"stage"`
-	Verb      string    `json:"verb"`
-	UserAgent string    `json:"userAgent"`
-	Received  time.Time `json:"requestReceivedTimestamp"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-}
-
 // auditWrites are the mutating requests received in a span.
 type auditWrites struct {
 	// All counts every client's; Agent those of the user agent asked for,
@@ -48,24 +37,14 @@ type auditWrites struct {
 // slash).
 func countWrites(path, agent string, from, to time.Time) (auditWrites, error) {
 	out := auditWrites{ByKind: map[string]int{}}
-	f, err := os.Open(path)
-	if err != nil {
-		return out, err
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		var e auditEvent
-		if json.Unmarshal(sc.Bytes(), &e) != nil || (e.Stage != "ResponseComplete" && e.Stage != "Panic") {
-			continue
-		}
-		if e.Received.Before(from) || e.Received.After(to) {
-			continue
+	err := measure.ReadAudit(path, func(e *auditv1.Event) {
+		received := e.RequestReceivedTimestamp.Time
+		if (e.Stage != auditv1.StageResponseComplete && e.Stage != auditv1.StagePanic) || received.Before(from) || received.After(to) {
+			return
 		}
 		out.All++
 		if !strings.HasPrefix(e.UserAgent, agent) {
-			continue
+			return
 		}
 		out.Agent++
 		kind := e.Verb
@@ -76,6 +55,6 @@ func countWrites(path, agent string, from, to time.Time) (auditWrites, error) {
 			}
 		}
 		out.ByKind[kind]++
-	}
-	return out, sc.Err()
+	})
+	return out, err
 }

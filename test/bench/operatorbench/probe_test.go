@@ -69,12 +69,13 @@ func TestCountWrites(t *testing.T) {
 		// Outside the span.
 		`{"stage":"ResponseComplete","verb":"create","userAgent":"operator/v0.0.0","requestReceivedTimestamp":"2026-11-26T09:59:59.000000Z","objectRef":{"resource":"pods"}}`,
 		`{"stage":"ResponseComplete","verb":"create","userAgent":"operator/v0.0.0","requestReceivedTimestamp":"2026-11-26T10:00:11.000000Z","objectRef":{"resource":"pods"}}`,
-		// A long-running request's start, and a line cut short by a stop.
+		// A long-running request's start, and the last line cut short by a
+		// stop (without its newline).
 		`{"stage":"ResponseStarted","verb":"create","userAgent":"operator/v0.0.0","requestReceivedTimestamp":"2026-11-26T10:00:04.000000Z","objectRef":{"resource":"pods"}}`,
 		`{"stage":"ResponseComplete","verb":"cre`,
 	}
 	path := filepath.Join(t.TempDir(), "audit.log")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	from := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)

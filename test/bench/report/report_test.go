@@ -394,7 +394,7 @@ func TestMarkdown(t *testing.T) {
 		"| volcano | failed | | | | | | | | | | | 1 of 1 |",
 		"- failed: S1/volcano run 1: vc-scheduler exited \\| early see log",
 		"### Placement quality (Q)", "| troupe | 100 / 100 | 100 / 100 | 100.0% | 0 | 0 |",
-		"- note: S6x5/troupe run 1: the harness's watch of the pods broke 1 times and saw binds late: the last gang whole at 8s (stored at 6s), 2 gangs partly bound for longer than the grace (stored: 0)",
+		"- note: S6x5/troupe run 1: the harness's watch of the pods broke 1 times and saw binds late: the last gang whole at 8s (by the audit log: 6s), 2 gangs partly bound for longer than the grace (by the audit log: 0)",
 		"### From 1000 to 5000 nodes (S6, S6x5)", "| troupe | 5s | 6s | 1.20 | 1ms | 1.5ms | 1.50 | 100 | 250 | 2.50 |",
 		// The diagnostic tables show troupe's run of median makespan.
 		"| S1 | troupe | 1.00 | no | 1.5ms | POST pods/binding 2000 |",

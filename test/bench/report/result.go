@@ -81,7 +81,7 @@ type Result struct {
 }
 
 // Watched is what the harness's watch of the pods saw of a run: each bind
-// after the API server stored it, seconds later when the watch broke
+// after the API server completed it, seconds later when the watch broke
 // (WatchErrors).
 type Watched struct {
 	// Makespan is when the watch saw the last gang whole.

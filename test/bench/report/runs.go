@@ -52,7 +52,7 @@ func (g Runs) Notes() []string {
 	var out []string
 	for i, r := range g.All {
 		if r.Err == nil && r.WatchErrors > 0 {
-			out = append(out, fmt.Sprintf("%s/%s run %d: the harness's watch of the pods broke %d times and saw binds late: the last gang whole at %v (stored at %v), %d gangs partly bound for longer than the grace (stored: %d)",
+			out = append(out, fmt.Sprintf("%s/%s run %d: the harness's watch of the pods broke %d times and saw binds late: the last gang whole at %v (by the audit log: %v), %d gangs partly bound for longer than the grace (by the audit log: %d)",
 				g.Scenario.Name, g.Placer, i+1, r.WatchErrors, round(r.Watched.Makespan), round(r.Throughput.Makespan), r.Watched.PartialDuring, len(r.PartialDuring)))
 		}
 	}
