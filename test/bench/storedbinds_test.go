@@ -54,7 +54,7 @@ func TestStoredBinds(t *testing.T) {
 				var log strings.Builder
 				for _, name := range names {
 					fmt.Fprintf(&log, `{"stage":"ResponseComplete","verb":"create","objectRef":{"resource":"pods","subresource":"binding","namespace":%q,"name":%q},"responseStatus":{"code":201},"stageTimestamp":%q}`+"\n",
-						namespace, name, time.Now().Format(time.RFC3339Nano))
+						namespace, name, time.Now().Format(metav1.RFC3339Micro))
 				}
 				return []byte(log.String())
 			}
